@@ -1,0 +1,1 @@
+"""toolscore service: OTLP receiver, conversation assembly, pipeline, CLI."""

@@ -1,0 +1,56 @@
+"""The ``toolscore`` command line.
+
+Each sub-command lives in its own module under :mod:`collector.commands` and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` (a callable taking the parsed
+``argparse.Namespace`` and returning an exit status). Command modules import their heavy
+dependencies (grpc, sqlalchemy, ...) inside the handler so that ``toolscore score`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Order is the order shown in ``toolscore --help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "collector.commands.score",
+    "collector.commands.serve",
+    "collector.commands.db",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolscore",
+        description="Score how well AI agents use their tools, from their OpenTelemetry traces.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:  # command not written yet; its absence is not an error
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        status: int = handler(args)
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

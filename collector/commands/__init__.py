@@ -1,0 +1,1 @@
+"""One module per CLI sub-command; each exposes ``register(subparsers)``."""

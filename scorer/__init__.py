@@ -1,0 +1,1 @@
+"""toolscore scoring core: pure functions, no I/O, no async."""

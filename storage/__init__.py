@@ -1,0 +1,1 @@
+"""toolscore storage: SQLAlchemy models, migrations and repositories."""
