@@ -1,0 +1,65 @@
+"""``toolscore db upgrade`` and ``toolscore db current``: manage the database schema."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from collector.commands.common import add_db_argument, resolve_db_url
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("db", help="manage the database schema (migrations)")
+    sub = parser.add_subparsers(dest="db_command", metavar="ACTION")
+    up = sub.add_parser("upgrade", help="apply every pending migration")
+    add_db_argument(up)
+    up.add_argument("--revision", default="head", help="target revision (default: head)")
+    up.set_defaults(handler=_upgrade)
+    cur = sub.add_parser("current", help="print the database's revision and the newest one")
+    add_db_argument(cur)
+    cur.set_defaults(handler=_current)
+    parser.set_defaults(handler=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from storage.engine import DatabaseUrlError, redact
+    from storage.migrate import current_revision, upgrade
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        upgrade(url, args.revision)
+        rev = current_revision(url)
+    except DatabaseUrlError as exc:
+        print(f"toolscore db upgrade: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"toolscore db upgrade: {redact(url)}: {exc}", file=sys.stderr)
+        return 1
+    print(f"database {redact(url)} is at revision {rev}")
+    return 0
+
+
+def _current(args: argparse.Namespace) -> int:
+    from storage.engine import DatabaseUrlError, redact
+    from storage.migrate import current_revision, head_revision
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        rev = current_revision(url)
+    except DatabaseUrlError as exc:
+        print(f"toolscore db current: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"toolscore db current: {redact(url)}: {exc}", file=sys.stderr)
+        return 1
+    head = head_revision()
+    state = "up to date" if rev == head else f"behind (newest is {head})"
+    print(f"database {redact(url)} is at revision {rev or 'none'}: {state}")
+    return 0 if rev == head else 1

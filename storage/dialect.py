@@ -1,0 +1,61 @@
+"""The ONE place that knows SQL dialect differences in statements (column types: storage/base.py).
+
+``insert_ignore_duplicates`` and ``upsert`` build ``INSERT ... ON CONFLICT`` for SQLite and
+PostgreSQL, so idempotent writes read the same in every caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
+
+
+def _insert(conn: Connection, table: Table) -> Any:
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def insert_ignore_duplicates(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    index_elements: Iterable[str] | None = None,
+) -> None:
+    """Insert ``rows``; a row whose key already exists is skipped (``ON CONFLICT DO NOTHING``).
+
+    ``index_elements`` names the unique columns to conflict on (default: any constraint).
+    """
+    if not rows:
+        return
+    stmt: Insert = _insert(conn, table)
+    stmt = stmt.on_conflict_do_nothing(  # type: ignore[attr-defined]
+        index_elements=list(index_elements) if index_elements is not None else None
+    )
+    conn.execute(stmt, list(rows))
+
+
+def upsert(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    index_elements: Iterable[str],
+    update_columns: Iterable[str],
+) -> None:
+    """Insert ``rows``; on a key conflict overwrite ``update_columns`` with the new values."""
+    if not rows:
+        return
+    stmt = _insert(conn, table)
+    cols = list(update_columns)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=list(index_elements),
+        set_={c: getattr(stmt.excluded, c) for c in cols},
+    )
+    conn.execute(stmt, list(rows))

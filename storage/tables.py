@@ -1,0 +1,13 @@
+"""Imports every table module so that ``storage.base.Base.metadata`` is complete.
+
+Each owner of a table module adds one import line here.
+"""
+
+from __future__ import annotations
+
+from storage import telemetry as telemetry
+from storage.base import Base
+
+metadata = Base.metadata
+
+__all__ = ["Base", "metadata", "telemetry"]

@@ -1,0 +1,269 @@
+"""Tables ``spans`` and ``log_records``, and the exact round trip SpanRecord/LogRecordData <-> rows.
+
+Attribute values are stored as JSON. JSON cannot hold every OTLP value as is, so three kinds are
+tagged with a one-key object (and untagged on load, so ``load_spans`` returns what was received):
+bytes -> ``{"$bytes": base64}``, non-finite doubles -> ``{"$float": "NaN" | "Infinity" |
+"-Infinity"}``, strings containing NUL (PostgreSQL JSONB and TEXT reject it) ->
+``{"$str": base64 of UTF-8}``. Plain text columns replace NUL with U+FFFD.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import orjson
+from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
+from sqlalchemy.orm import Mapped, mapped_column
+
+from collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from storage.base import Base, Int64, JsonType
+
+_TAGS = ("$bytes", "$float", "$str")
+
+
+class Span(Base):
+    __tablename__ = "spans"
+
+    trace_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    span_id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    parent_span_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[int] = mapped_column(Integer, nullable=False)
+    start_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    end_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
+    status_message: Mapped[str] = mapped_column(Text, nullable=False)
+    attributes: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    resource_attributes: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    scope_name: Mapped[str] = mapped_column(Text, nullable=False)
+    scope_version: Mapped[str] = mapped_column(Text, nullable=False)
+    events: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    links: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    received_at_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+
+
+class LogRecord(Base):
+    __tablename__ = "log_records"
+    __table_args__ = (Index("ix_log_records_trace_id", "trace_id"),)
+
+    id: Mapped[int] = mapped_column(Int64, primary_key=True, autoincrement=True)
+    # sha256 of the record's content: a resent batch does not store its log records twice
+    record_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    span_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    time_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    observed_time_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    severity_number: Mapped[int] = mapped_column(Integer, nullable=False)
+    severity_text: Mapped[str] = mapped_column(Text, nullable=False)
+    event_name: Mapped[str] = mapped_column(Text, nullable=False)
+    body: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    attributes: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    resource_attributes: Mapped[Any] = mapped_column(JsonType, nullable=False)
+    scope_name: Mapped[str] = mapped_column(Text, nullable=False)
+    scope_version: Mapped[str] = mapped_column(Text, nullable=False)
+    received_at_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+
+
+spans_table = cast(Table, Span.__table__)
+log_records_table = cast(Table, LogRecord.__table__)
+
+
+# --- JSON-safe values ------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def to_json_value(value: Any) -> Any:
+    """An attribute value as JSON-storable data (tags bytes, NaN/inf and NUL-bearing strings)."""
+    if isinstance(value, str):
+        return {"$str": _b64(value.encode("utf-8"))} if "\x00" in value else value
+    if isinstance(value, bool | int) or value is None:
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {
+            "$float": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        }
+    if isinstance(value, bytes):
+        return {"$bytes": _b64(value)}
+    if isinstance(value, Mapping):
+        return {_safe_text(str(k)): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    return str(value)
+
+
+def from_json_value(value: Any) -> Any:
+    """Inverse of :func:`to_json_value`."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, inner),) = value.items()
+            if key in _TAGS and isinstance(inner, str):
+                if key == "$bytes":
+                    return base64.b64decode(inner)
+                if key == "$str":
+                    return base64.b64decode(inner).decode("utf-8")
+                return float(inner)
+        return {k: from_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_value(v) for v in value]
+    return value
+
+
+def attributes_to_json(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    return {_safe_text(k): to_json_value(v) for k, v in attributes.items()}
+
+
+def _attributes_from_json(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: from_json_value(v) for k, v in value.items()}
+
+
+def _safe_text(text: str) -> str:
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+def span_row(span: SpanRecord, received_at_ns: int) -> dict[str, Any]:
+    """The ``spans`` row for ``span`` (column name -> value)."""
+    return {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+        "name": _safe_text(span.name),
+        "kind": span.kind,
+        "start_ns": span.start_ns,
+        "end_ns": span.end_ns,
+        "status_code": span.status_code,
+        "status_message": _safe_text(span.status_message),
+        "attributes": attributes_to_json(span.attributes),
+        "resource_attributes": attributes_to_json(span.resource_attributes),
+        "scope_name": _safe_text(span.scope_name),
+        "scope_version": _safe_text(span.scope_version),
+        "events": [
+            {
+                "name": _safe_text(e.name),
+                "time_ns": e.time_ns,
+                "attributes": attributes_to_json(e.attributes),
+            }
+            for e in span.events
+        ],
+        "links": [
+            {
+                "trace_id": lk.trace_id,
+                "span_id": lk.span_id,
+                "attributes": attributes_to_json(lk.attributes),
+            }
+            for lk in span.links
+        ],
+        "received_at_ns": received_at_ns,
+    }
+
+
+def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
+    """The ``log_records`` row for ``record``; ``record_hash`` identifies its content."""
+    row: dict[str, Any] = {
+        "trace_id": record.trace_id,
+        "span_id": record.span_id,
+        "time_ns": record.time_ns,
+        "observed_time_ns": record.observed_time_ns,
+        "severity_number": record.severity_number,
+        "severity_text": _safe_text(record.severity_text),
+        "event_name": _safe_text(record.event_name),
+        "body": to_json_value(record.body),
+        "attributes": attributes_to_json(record.attributes),
+        "resource_attributes": attributes_to_json(record.resource_attributes),
+        "scope_name": _safe_text(record.scope_name),
+        "scope_version": _safe_text(record.scope_version),
+    }
+    digest = hashlib.sha256(orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    row["record_hash"] = digest
+    row["received_at_ns"] = received_at_ns
+    return row
+
+
+def span_from_row(row: Mapping[Any, Any]) -> SpanRecord:
+    return SpanRecord(
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        parent_span_id=row["parent_span_id"],
+        name=row["name"],
+        kind=row["kind"],
+        start_ns=row["start_ns"],
+        end_ns=row["end_ns"],
+        attributes=_attributes_from_json(row["attributes"]),
+        resource_attributes=_attributes_from_json(row["resource_attributes"]),
+        scope_name=row["scope_name"],
+        scope_version=row["scope_version"],
+        status_code=row["status_code"],
+        status_message=row["status_message"],
+        events=tuple(
+            SpanEvent(e["name"], e["time_ns"], _attributes_from_json(e.get("attributes")))
+            for e in row["events"] or ()
+        ),
+        links=tuple(
+            SpanLink(lk["trace_id"], lk["span_id"], _attributes_from_json(lk.get("attributes")))
+            for lk in row["links"] or ()
+        ),
+    )
+
+
+def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:
+    return LogRecordData(
+        time_ns=row["time_ns"],
+        observed_time_ns=row["observed_time_ns"],
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        severity_number=row["severity_number"],
+        severity_text=row["severity_text"],
+        event_name=row["event_name"],
+        body=from_json_value(row["body"]),
+        attributes=_attributes_from_json(row["attributes"]),
+        resource_attributes=_attributes_from_json(row["resource_attributes"]),
+        scope_name=row["scope_name"],
+        scope_version=row["scope_version"],
+    )
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
+    batch: list[str] = []
+    for item in ids:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def load_spans(conn: Connection, trace_ids: Sequence[str]) -> list[SpanRecord]:
+    """Every stored span of ``trace_ids``, ordered by trace, start time, then span id."""
+    out: list[SpanRecord] = []
+    for chunk in _chunks(dict.fromkeys(trace_ids)):
+        stmt = select(spans_table).where(spans_table.c.trace_id.in_(chunk))
+        out.extend(span_from_row(r) for r in conn.execute(stmt).mappings())
+    out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
+    return out
+
+
+def load_logs(conn: Connection, trace_ids: Sequence[str]) -> list[LogRecordData]:
+    """Every stored log record of ``trace_ids``, in time order (then arrival order)."""
+    rows: list[tuple[int, int, LogRecordData]] = []
+    for chunk in _chunks(dict.fromkeys(trace_ids)):
+        stmt = select(log_records_table).where(log_records_table.c.trace_id.in_(chunk))
+        rows.extend((r["time_ns"], r["id"], log_from_row(r)) for r in conn.execute(stmt).mappings())
+    rows.sort(key=lambda t: (t[0], t[1]))
+    return [r[2] for r in rows]
