@@ -1,0 +1,392 @@
+"""OTLP requests (protobuf or OTLP/JSON) -> SpanRecord / LogRecordData.
+
+Pure functions, no I/O. Invalid items (bad id lengths, all-zero ids) are rejected one by one with
+a message while their neighbours are kept (OTLP partial success); an undecodable body raises
+:class:`DecodeError` and nothing of it is kept. Attribute values over the configured size are
+truncated, and the truncated keys are listed in the attribute ``toolscore.truncated``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+
+TRUNCATED_ATTRIBUTE = "toolscore.truncated"
+DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
+MAX_REPORTED_ERRORS = 5  # distinct reasons quoted in partial_success.error_message
+
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+class DecodeError(ValueError):
+    """The request body is not a valid OTLP message; nothing of it can be kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeLimits:
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES  # per string/bytes value (UTF-8 bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedTraces:
+    spans: tuple[SpanRecord, ...]
+    rejected: int  # spans refused (partial success)
+    error_message: str  # English summary of why, "" when nothing was rejected
+    truncated_values: int  # attribute values shortened to the limit
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedLogs:
+    records: tuple[LogRecordData, ...]
+    rejected: int
+    error_message: str
+    truncated_values: int
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def parse_traces_protobuf(data: bytes) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except (ProtobufDecodeError, ValueError) as exc:
+        raise DecodeError(f"body is not a valid ExportTraceServiceRequest: {exc}") from exc
+    return request
+
+
+def parse_logs_protobuf(data: bytes) -> ExportLogsServiceRequest:
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except (ProtobufDecodeError, ValueError) as exc:
+        raise DecodeError(f"body is not a valid ExportLogsServiceRequest: {exc}") from exc
+    return request
+
+
+def parse_traces_json(data: bytes) -> ExportTraceServiceRequest:
+    """OTLP/JSON: hex ids (not base64), camelCase or snake_case keys, unknown fields ignored."""
+    obj = _load_json(data)
+    for rs in _items(obj, "resourceSpans", "resource_spans"):
+        for ss in _items(rs, "scopeSpans", "scope_spans"):
+            for span in _items(ss, "spans"):
+                _hex_ids_to_base64(span, ("traceId", "trace_id"), ("spanId", "span_id"))
+                _hex_ids_to_base64(span, ("parentSpanId", "parent_span_id"))
+                for link in _items(span, "links"):
+                    _hex_ids_to_base64(link, ("traceId", "trace_id"), ("spanId", "span_id"))
+    return _parse_dict(obj, ExportTraceServiceRequest())
+
+
+def parse_logs_json(data: bytes) -> ExportLogsServiceRequest:
+    obj = _load_json(data)
+    for rl in _items(obj, "resourceLogs", "resource_logs"):
+        for sl in _items(rl, "scopeLogs", "scope_logs"):
+            for record in _items(sl, "logRecords", "log_records"):
+                _hex_ids_to_base64(record, ("traceId", "trace_id"), ("spanId", "span_id"))
+    return _parse_dict(obj, ExportLogsServiceRequest())
+
+
+def _load_json(data: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DecodeError(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise DecodeError("body is not a JSON object")
+    return obj
+
+
+_M = TypeVar("_M", ExportTraceServiceRequest, ExportLogsServiceRequest)
+
+
+def _parse_dict(obj: dict[str, Any], message: _M) -> _M:
+    try:
+        json_format.ParseDict(obj, message, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError) as exc:
+        raise DecodeError(
+            f"body is not a valid OTLP/JSON {message.DESCRIPTOR.name}: {exc}"
+        ) from exc
+    return message
+
+
+def _items(obj: Any, *keys: str) -> list[Any]:
+    if not isinstance(obj, dict):
+        return []
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+# An id that is not hex becomes this one byte, which validation then rejects (bad length).
+_INVALID_ID_B64 = base64.b64encode(b"\xff").decode("ascii")
+
+
+def _hex_ids_to_base64(obj: Any, *aliases: tuple[str, ...]) -> None:
+    # json_format would read the hex digits as base64 and yield garbage ids of the wrong length.
+    if not isinstance(obj, dict):
+        return
+    for names in aliases:
+        for key in names:
+            value = obj.get(key)
+            if isinstance(value, str):
+                try:
+                    raw = bytes.fromhex(value)
+                except ValueError:
+                    obj[key] = _INVALID_ID_B64
+                else:
+                    obj[key] = base64.b64encode(raw).decode("ascii")
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+class _Truncation:
+    """Collects truncations while one item's values are converted."""
+
+    __slots__ = ("limit", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+
+    def text(self, value: str) -> tuple[str, bool]:
+        if len(value) * 4 <= self.limit:  # cannot be over, whatever its characters
+            return value, False
+        encoded = value.encode("utf-8")
+        if len(encoded) <= self.limit:
+            return value, False
+        self.total += 1
+        return encoded[: self.limit].decode("utf-8", "ignore"), True
+
+    def raw(self, value: bytes) -> tuple[bytes, bool]:
+        if len(value) <= self.limit:
+            return value, False
+        self.total += 1
+        return value[: self.limit], True
+
+
+def any_value(value: AnyValue, trunc: _Truncation) -> tuple[Any, bool]:
+    """Decode one AnyValue (every OTLP type) -> (python value, was anything truncated)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return trunc.text(value.string_value)
+    if kind == "int_value":
+        return value.int_value, False
+    if kind == "bool_value":
+        return value.bool_value, False
+    if kind == "double_value":
+        return value.double_value, False
+    if kind == "bytes_value":
+        return trunc.raw(value.bytes_value)
+    if kind == "array_value":
+        out_list: list[Any] = []
+        cut = False
+        for item in value.array_value.values:
+            decoded, c = any_value(item, trunc)
+            out_list.append(decoded)
+            cut = cut or c
+        return out_list, cut
+    if kind == "kvlist_value":
+        out_map: dict[str, Any] = {}
+        cut = False
+        for kv in value.kvlist_value.values:
+            decoded, c = any_value(kv.value, trunc)
+            out_map[kv.key] = decoded
+            cut = cut or c
+        return out_map, cut
+    return None, False  # an empty AnyValue
+
+
+def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
+    """Flat attribute mapping; keys whose value was truncated are listed under TRUNCATED."""
+    out: dict[str, Any] = {}
+    cut_keys: list[str] = []
+    kv: KeyValue
+    for kv in kvs:
+        decoded, cut = any_value(kv.value, trunc)
+        out[kv.key] = decoded
+        if cut:
+            cut_keys.append(kv.key)
+    if cut_keys:
+        out[TRUNCATED_ATTRIBUTE] = cut_keys
+    return out
+
+
+# --- ids -------------------------------------------------------------------------------------
+
+
+def _id_problem(raw: bytes, size: int, zero: bytes, what: str) -> str | None:
+    if len(raw) != size:
+        return f"{what} must be {size} bytes, got {len(raw)}"
+    if raw == zero:
+        return f"{what} is all zeros"
+    return None
+
+
+class _Rejections:
+    __slots__ = ("count", "reasons")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.reasons: dict[str, int] = {}
+
+    def add(self, reason: str) -> None:
+        self.count += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+    def message(self, noun: str) -> str:
+        if not self.count:
+            return ""
+        parts = [f"{n} × {r}" for r, n in list(self.reasons.items())[:MAX_REPORTED_ERRORS]]
+        more = len(self.reasons) - MAX_REPORTED_ERRORS
+        tail = f"; and {more} other reasons" if more > 0 else ""
+        return f"rejected {self.count} {noun}: " + "; ".join(parts) + tail
+
+
+# --- traces ----------------------------------------------------------------------------------
+
+
+def decode_traces(
+    request: ExportTraceServiceRequest, limits: DecodeLimits = DecodeLimits()
+) -> DecodedTraces:
+    trunc = _Truncation(limits.max_attribute_bytes)
+    rejected = _Rejections()
+    spans: list[SpanRecord] = []
+    for rs in request.resource_spans:
+        resource_attrs = attributes(rs.resource.attributes, trunc)
+        for ss in rs.scope_spans:
+            scope_name = ss.scope.name
+            scope_version = ss.scope.version
+            for span in ss.spans:
+                trace_id = span.trace_id
+                span_id = span.span_id
+                problem = _id_problem(trace_id, 16, _ZERO_TRACE, "trace_id") or _id_problem(
+                    span_id, 8, _ZERO_SPAN, "span_id"
+                )
+                parent = span.parent_span_id
+                if problem is None and parent and len(parent) != 8:
+                    problem = f"parent_span_id must be empty or 8 bytes, got {len(parent)}"
+                if problem is not None:
+                    rejected.add(problem)
+                    continue
+                spans.append(
+                    SpanRecord(
+                        trace_id=trace_id.hex(),
+                        span_id=span_id.hex(),
+                        # an all-zero parent is how some senders say "root"
+                        parent_span_id=parent.hex() if parent and parent != _ZERO_SPAN else None,
+                        name=span.name,
+                        kind=span.kind,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
+                        attributes=attributes(span.attributes, trunc),
+                        resource_attributes=resource_attrs,
+                        scope_name=scope_name,
+                        scope_version=scope_version,
+                        status_code=span.status.code,
+                        status_message=span.status.message,
+                        events=tuple(
+                            SpanEvent(e.name, e.time_unix_nano, attributes(e.attributes, trunc))
+                            for e in span.events
+                        ),
+                        links=tuple(
+                            SpanLink(
+                                lk.trace_id.hex(),
+                                lk.span_id.hex(),
+                                attributes(lk.attributes, trunc),
+                            )
+                            for lk in span.links
+                            # a link with unusable ids is dropped; the span itself is kept
+                            if len(lk.trace_id) == 16 and len(lk.span_id) == 8
+                        ),
+                    )
+                )
+    return DecodedTraces(tuple(spans), rejected.count, rejected.message("spans"), trunc.total)
+
+
+# --- logs ------------------------------------------------------------------------------------
+
+
+def _optional_id(raw: bytes, size: int, what: str) -> tuple[str | None, str | None]:
+    """(hex id or None, problem). Empty and all-zero ids mean "no trace context"."""
+    if not raw or (len(raw) == size and raw == bytes(size)):
+        return None, None
+    if len(raw) != size:
+        return None, f"{what} must be empty or {size} bytes, got {len(raw)}"
+    return raw.hex(), None
+
+
+def decode_logs(
+    request: ExportLogsServiceRequest, limits: DecodeLimits = DecodeLimits()
+) -> DecodedLogs:
+    trunc = _Truncation(limits.max_attribute_bytes)
+    rejected = _Rejections()
+    records: list[LogRecordData] = []
+    for rl in request.resource_logs:
+        resource_attrs = attributes(rl.resource.attributes, trunc)
+        for sl in rl.scope_logs:
+            for rec in sl.log_records:
+                trace_id, problem = _optional_id(rec.trace_id, 16, "trace_id")
+                span_id, span_problem = _optional_id(rec.span_id, 8, "span_id")
+                problem = problem or span_problem
+                if problem is not None:
+                    rejected.add(problem)
+                    continue
+                attrs = attributes(rec.attributes, trunc)
+                body, body_cut = (
+                    any_value(rec.body, trunc) if rec.HasField("body") else (None, False)
+                )
+                if body_cut:
+                    attrs[TRUNCATED_ATTRIBUTE] = [*attrs.get(TRUNCATED_ATTRIBUTE, ()), "body"]
+                event_name = rec.event_name or _str_attr(attrs, "event.name")
+                records.append(
+                    LogRecordData(
+                        time_ns=rec.time_unix_nano,
+                        observed_time_ns=rec.observed_time_unix_nano,
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        severity_number=rec.severity_number,
+                        severity_text=rec.severity_text,
+                        event_name=event_name,
+                        body=body,
+                        attributes=attrs,
+                        resource_attributes=resource_attrs,
+                        scope_name=sl.scope.name,
+                        scope_version=sl.scope.version,
+                    )
+                )
+    return DecodedLogs(tuple(records), rejected.count, rejected.message("log records"), trunc.total)
+
+
+def _str_attr(attrs: Mapping[str, Any], key: str) -> str:
+    value = attrs.get(key)
+    return value if isinstance(value, str) else ""
+
+
+__all__ = [
+    "TRUNCATED_ATTRIBUTE",
+    "DecodeError",
+    "DecodeLimits",
+    "DecodedLogs",
+    "DecodedTraces",
+    "decode_logs",
+    "decode_traces",
+    "parse_logs_json",
+    "parse_logs_protobuf",
+    "parse_traces_json",
+    "parse_traces_protobuf",
+]
