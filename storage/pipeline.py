@@ -1,0 +1,172 @@
+"""Tables of the scoring pipeline: conversations, their traces, evaluations and tool calls.
+
+``evaluations`` is the score history: one row per (conversation, metric instance, revision); only
+the newest revision's rows of a conversation have ``is_current`` true. ``conversations`` holds the
+completion state (last span seen, whether it needs scoring, who claimed it), so completion survives
+restarts and several processes can share one database. Migration: ``0003``.
+
+The insert helper below is this module's only dialect switch (``ON CONFLICT`` with expressions in
+``SET``, which ``storage.dialect.upsert`` does not offer).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Connection,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.base import Base, Int64, JsonType
+
+# Python ``None`` stored as SQL NULL (not JSON ``null``) so "no arguments decoded" is queryable.
+JsonOrNull = JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
+
+
+class UtcDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp on both dialects (SQLite keeps no zone; we restore UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware UTC time")
+        value = value.astimezone(dt.UTC)
+        # SQLite compares timestamps as text: store them naive so every row has one format.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(
+        self, value: dt.datetime | None, dialect: Dialect
+    ) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+STATUS_OPEN = "open"
+STATUS_SCORED = "scored"
+STATUS_UNMATCHED = "unmatched"
+STATUS_ERROR = "error"
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False, default=STATUS_OPEN)
+    first_seen_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
+    last_span_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
+    last_span_received_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    needs_scoring: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    claimed_by: Mapped[str | None] = mapped_column(Text, nullable=True)
+    claimed_until: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    last_trace_id: Mapped[str] = mapped_column(Text, nullable=False)
+    root_span_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reference_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    first_user_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    scored_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (
+        # The worker's "what is ready" query scans pending rows by their last span time.
+        Index(None, "needs_scoring", "last_span_received_ns"),
+        Index(None, "last_span_at"),
+    )
+
+
+class ConversationTrace(Base):
+    __tablename__ = "conversation_traces"
+
+    trace_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+
+
+class Evaluation(Base):
+    __tablename__ = "evaluations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(Text, nullable=False)
+    revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    is_current: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    trace_id: Mapped[str] = mapped_column(Text, nullable=False)
+    root_span_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    expectation_id: Mapped[str] = mapped_column(Text, nullable=False)
+    expectation_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    metric: Mapped[str] = mapped_column(Text, nullable=False)
+    metric_type: Mapped[str] = mapped_column(Text, nullable=False)
+    metric_config: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    details: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    predicted_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    expected_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
+
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "metric", "revision"),
+        Index(None, "expectation_id", "created_at"),
+        Index(None, "is_current"),
+        Index(None, "created_at"),
+    )
+
+
+class ToolCallRow(Base):
+    __tablename__ = "tool_calls"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(Text, nullable=False)
+    revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    arguments: Mapped[Any] = mapped_column(JsonOrNull, nullable=True)
+    arguments_raw: Mapped[str | None] = mapped_column(Text, nullable=True)
+    arguments_ok: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    trace_id: Mapped[str] = mapped_column(Text, nullable=False)
+    span_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    convention: Mapped[str] = mapped_column(Text, nullable=False)
+
+    __table_args__ = (UniqueConstraint("conversation_id", "revision", "position"),)
+
+
+conversations: Table = Conversation.__table__  # type: ignore[assignment]
+conversation_traces: Table = ConversationTrace.__table__  # type: ignore[assignment]
+evaluations: Table = Evaluation.__table__  # type: ignore[assignment]
+tool_calls: Table = ToolCallRow.__table__  # type: ignore[assignment]
+
+
+def insert_for(conn: Connection, table: Table) -> Any:
+    """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def supports_skip_locked(conn: Connection) -> bool:
+    """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
+    return conn.dialect.name == "postgresql"
