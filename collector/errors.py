@@ -1,0 +1,117 @@
+"""Receiver errors and the ONE mapping from them to gRPC and HTTP statuses.
+
+Retryable conditions (queue full, database unavailable, shutting down) become UNAVAILABLE / 503
+with a retry delay, so exporters retry; permanent ones (undecodable body, too large, bad auth)
+use codes that exporters never retry. See shared/docs/otlp-receiver.md section 2.6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from collector.decode import DecodeError
+
+if TYPE_CHECKING:
+    import grpc
+
+
+class ReceiverError(Exception):
+    """Base of every error the receiver answers with a status."""
+
+
+class RetryableError(ReceiverError):
+    """A temporary condition: the client should send the same data again after a delay."""
+
+    reason = "unavailable"
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class QueueFull(RetryableError):
+    reason = "queue_full"
+
+
+class StorageUnavailable(RetryableError):
+    reason = "storage_unavailable"
+
+
+class ShuttingDown(RetryableError):
+    reason = "shutting_down"
+
+
+class RequestTooLarge(ReceiverError):
+    """The request body is over the size limit (after decompression)."""
+
+
+class Unauthenticated(ReceiverError):
+    """Missing or wrong bearer token."""
+
+
+class UnsupportedMediaType(ReceiverError):
+    """The Content-Type is neither application/x-protobuf nor application/json."""
+
+
+class UnsupportedEncoding(ReceiverError):
+    """A Content-Encoding we do not decode, or a body that does not match it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorStatus:
+    grpc_code: grpc.StatusCode
+    http_status: int
+    message: str
+    retry_after_s: float | None = None
+
+
+def status_for(exc: BaseException) -> ErrorStatus:
+    """How to answer ``exc`` over gRPC and over HTTP."""
+    import grpc
+
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, RetryableError):
+        return ErrorStatus(grpc.StatusCode.UNAVAILABLE, 503, message, exc.retry_after_s)
+    if isinstance(exc, DecodeError | UnsupportedEncoding):
+        return ErrorStatus(grpc.StatusCode.INVALID_ARGUMENT, 400, message)
+    if isinstance(exc, RequestTooLarge):
+        # RESOURCE_EXHAUSTED without RetryInfo: non-retryable for spec-following clients
+        return ErrorStatus(grpc.StatusCode.RESOURCE_EXHAUSTED, 413, message)
+    if isinstance(exc, Unauthenticated):
+        return ErrorStatus(grpc.StatusCode.UNAUTHENTICATED, 401, message)
+    if isinstance(exc, UnsupportedMediaType):
+        return ErrorStatus(grpc.StatusCode.UNIMPLEMENTED, 415, message)
+    # A bug of ours: non-retryable, so a poison request is not resent for ever.
+    return ErrorStatus(grpc.StatusCode.INTERNAL, 500, f"internal error: {message}")
+
+
+def rpc_status_bytes(status: ErrorStatus) -> bytes:
+    """``google.rpc.Status`` (with RetryInfo when retryable), serialised."""
+    from google.rpc import status_pb2
+
+    msg = status_pb2.Status(code=status.grpc_code.value[0], message=status.message)
+    if status.retry_after_s is not None:
+        msg.details.add().Pack(_retry_info(status.retry_after_s))
+    return bytes(msg.SerializeToString())
+
+
+def grpc_trailers(status: ErrorStatus) -> tuple[tuple[str, bytes], ...]:
+    """Trailing metadata: RetryInfo both where Go clients (status details) and the Python
+    exporter (``google.rpc.retryinfo-bin``) look for it."""
+    if status.retry_after_s is None:
+        return ()
+    return (
+        ("grpc-status-details-bin", rpc_status_bytes(status)),
+        ("google.rpc.retryinfo-bin", _retry_info(status.retry_after_s).SerializeToString()),
+    )
+
+
+def _retry_info(seconds: float):  # type: ignore[no-untyped-def]
+    from google.rpc import error_details_pb2
+
+    info = error_details_pb2.RetryInfo()
+    whole = int(seconds)
+    info.retry_delay.seconds = whole
+    info.retry_delay.nanos = round((seconds - whole) * 1e9)
+    return info

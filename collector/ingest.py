@@ -1,0 +1,187 @@
+"""Bounded ingest queue and group-commit writer: a request is acknowledged only once committed.
+
+Requests put their decoded spans and log records on the queue and wait on a future. One writer
+task takes everything queued (up to ``max_batch_items``), writes it in ONE transaction in a worker
+thread (duplicates ignored with ``ON CONFLICT DO NOTHING``; hooks run inside the transaction),
+commits, then resolves every future of the batch. Requests arriving meanwhile form the next batch,
+so concurrent requests share commits. The queue is bounded in items: past the bound, ``submit``
+raises :class:`QueueFull` at once (retryable), and a failed transaction fails each of its requests
+with :class:`StorageUnavailable` (retryable): nothing is acknowledged that is not committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import Connection, Engine
+
+from collector.errors import QueueFull, ShuttingDown, StorageUnavailable
+from collector.metrics import Metrics
+from collector.model import LogRecordData, SpanRecord
+from storage.dialect import insert_ignore_duplicates
+from storage.telemetry import log_records_table, log_row, span_row, spans_table
+
+log = logging.getLogger(__name__)
+
+
+class IngestHook(Protocol):
+    """Called inside the ingest transaction, before commit, with the batch being stored.
+
+    ``spans`` holds each (trace_id, span_id) of the batch once, whether or not it was already
+    stored (a resend); hooks must be idempotent. An exception rolls the whole batch back and its
+    requests get a retryable error.
+    """
+
+    def on_batch(
+        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IngestConfig:
+    max_queued_items: int = 100_000  # spans + log records waiting; past it -> QueueFull
+    max_batch_items: int = 20_000  # per transaction
+    retry_after_s: float = 1.0  # delay suggested to clients on retryable errors
+
+
+@dataclass(slots=True)
+class _Pending:
+    spans: Sequence[SpanRecord]
+    logs: Sequence[LogRecordData]
+    future: asyncio.Future[None]
+
+    @property
+    def size(self) -> int:
+        return len(self.spans) + len(self.logs)
+
+
+class IngestWriter:
+    """The group-commit writer. ``start()`` before use; ``stop()`` drains and waits."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: IngestConfig = IngestConfig(),
+        hooks: Sequence[IngestHook] = (),
+        metrics: Metrics | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self._engine = engine
+        self._config = config
+        self._hooks = tuple(hooks)
+        self._metrics = metrics or Metrics()
+        self._clock_ns = clock_ns
+        self._queue: deque[_Pending] = deque()
+        self._queued_items = 0
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+        # one thread: a single writer avoids lock contention in SQLite and keeps batches ordered
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-ingest")
+
+    @property
+    def queued_items(self) -> int:
+        return self._queued_items
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="toolscore-ingest-writer")
+
+    async def stop(self) -> None:
+        """Refuse new work, commit (or fail) everything queued, then stop the writer."""
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        self._executor.shutdown(wait=True)
+
+    async def submit(self, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()) -> None:
+        """Return once ``spans`` and ``logs`` are committed; raise a RetryableError otherwise."""
+        if self._closed:
+            raise ShuttingDown("server is shutting down", self._config.retry_after_s)
+        size = len(spans) + len(logs)
+        if size == 0:
+            return
+        # A single request bigger than the bound is still taken when the queue is empty,
+        # otherwise it could never be stored (the request size limit bounds it anyway).
+        if self._queued_items and self._queued_items + size > self._config.max_queued_items:
+            raise QueueFull(
+                f"ingest queue full ({self._queued_items} items waiting); retry later",
+                self._config.retry_after_s,
+            )
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Pending(spans, logs, future))
+        self._queued_items += size
+        self._metrics.queue_spans.set(self._queued_items)
+        self._wake.set()
+        await asyncio.shield(future)  # a client that goes away must not cancel the commit
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._queue:
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch = self._take_batch()
+            try:
+                await loop.run_in_executor(self._executor, self._commit, batch)
+            except Exception as exc:
+                self._metrics.commit_failures.inc()
+                log.warning("ingest: batch of %d requests not stored: %s", len(batch), exc)
+                error = StorageUnavailable(
+                    f"database unavailable, nothing of this request was stored: {_short(exc)}",
+                    self._config.retry_after_s,
+                )
+                for item in batch:
+                    if not item.future.done():
+                        item.future.set_exception(error)
+            else:
+                for item in batch:
+                    if not item.future.done():
+                        item.future.set_result(None)
+            finally:
+                self._queued_items -= sum(item.size for item in batch)
+                self._metrics.queue_spans.set(self._queued_items)
+
+    def _take_batch(self) -> list[_Pending]:
+        batch = [self._queue.popleft()]
+        total = batch[0].size
+        while self._queue and total + self._queue[0].size <= self._config.max_batch_items:
+            item = self._queue.popleft()
+            batch.append(item)
+            total += item.size
+        return batch
+
+    def _commit(self, batch: Sequence[_Pending]) -> None:
+        """Runs in the writer thread: one transaction for the whole batch."""
+        started = time.perf_counter()
+        now = self._clock_ns()
+        unique: dict[tuple[str, str], SpanRecord] = {}
+        for item in batch:
+            for span in item.spans:
+                unique.setdefault((span.trace_id, span.span_id), span)
+        spans = list(unique.values())
+        logs = [rec for item in batch for rec in item.logs]
+        span_rows = [span_row(s, now) for s in spans]
+        log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
+        with self._engine.begin() as conn:
+            insert_ignore_duplicates(conn, spans_table, span_rows, ("trace_id", "span_id"))
+            insert_ignore_duplicates(conn, log_records_table, log_rows, ("record_hash",))
+            for hook in self._hooks:
+                hook.on_batch(conn, spans, logs)
+        self._metrics.commit_seconds.observe(time.perf_counter() - started)
+        self._metrics.batch_items.observe(len(spans) + len(logs))
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

@@ -1,0 +1,70 @@
+"""Prometheus metrics of the receiver and the ingest writer (one registry per app instance)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+
+class Metrics:
+    """Every metric the service exposes on ``/metrics``; ``signal`` is ``traces`` or ``logs``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.accepted = Counter(
+            "toolscore_receiver_accepted_items",
+            "Spans / log records committed to the database.",
+            ["signal", "transport"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "toolscore_receiver_rejected_items",
+            "Spans / log records refused as invalid (reported as partial success).",
+            ["signal", "transport"],
+            registry=r,
+        )
+        self.refused = Counter(
+            "toolscore_receiver_refused_items",
+            "Spans / log records refused with a retryable error, by reason.",
+            ["signal", "transport", "reason"],
+            registry=r,
+        )
+        self.failed_requests = Counter(
+            "toolscore_receiver_failed_requests",
+            "Requests answered with an error status, by status.",
+            ["transport", "status"],
+            registry=r,
+        )
+        self.truncated = Counter(
+            "toolscore_receiver_truncated_values",
+            "Attribute values shortened to the configured size limit.",
+            ["signal"],
+            registry=r,
+        )
+        self.queue_spans = Gauge(
+            "toolscore_ingest_queue_items",
+            "Spans and log records waiting to be committed.",
+            registry=r,
+        )
+        self.commit_seconds = Histogram(
+            "toolscore_ingest_commit_seconds",
+            "Time to write and commit one group-commit batch.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
+        self.batch_items = Histogram(
+            "toolscore_ingest_batch_items",
+            "Spans and log records per committed batch.",
+            buckets=(1, 10, 100, 512, 1000, 2500, 5000, 10000, 25000),
+            registry=r,
+        )
+        self.commit_failures = Counter(
+            "toolscore_ingest_commit_failures",
+            "Batches whose transaction failed (their requests got a retryable error).",
+            registry=r,
+        )
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition format and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
