@@ -1,0 +1,8 @@
+"""From stored spans to scores: conversation bookkeeping, completion, claiming and scoring.
+
+- ``assign``: which conversation each trace belongs to (run inside each ingest transaction);
+- ``hook``: the ``IngestHook`` wrapping it;
+- ``claim``: when a conversation is complete, and claiming it in the database;
+- ``score``: reconstruct, match, score and write the evaluation history;
+- ``worker``: the ``serve`` component that ties claim and score together.
+"""

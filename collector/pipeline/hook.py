@@ -1,0 +1,46 @@
+"""The ingest hook: conversation bookkeeping in each ingest transaction, then wake the worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import Connection
+
+from collector.model import LogRecordData, SpanRecord
+from collector.pipeline.assign import AssignConfig, assign_spans
+from collector.pipeline.claim import Timing
+
+
+class ConversationHook:
+    """An ``IngestHook`` (``collector.ingest``): records which conversation each trace belongs to.
+
+    ``notify`` (e.g. ``PipelineWorker.notify``) is told the earliest time a conversation touched
+    by the batch can become ready; it is a time in the future, by when the batch is committed.
+    """
+
+    def __init__(
+        self,
+        config: AssignConfig,
+        timing: Timing,
+        notify: Callable[[int], None] | None = None,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.timing = timing
+        self._notify = notify
+        self._clock_ns = clock_ns
+
+    def on_batch(
+        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
+    ) -> None:
+        now = self._clock_ns()
+        result = assign_spans(
+            conn,
+            spans,
+            received_at_ns=now,
+            config=self.config,
+            log_trace_ids=[r.trace_id for r in logs if r.trace_id],
+        )
+        if result.conversations and self._notify is not None:
+            self._notify(now + self.timing.idle_ns)
