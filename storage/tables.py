@@ -6,10 +6,11 @@ Each owner of a table module adds one import line here.
 from __future__ import annotations
 
 from storage import expectations as expectations
+from storage import exports as exports
 from storage import pipeline as pipeline
 from storage import telemetry as telemetry
 from storage.base import Base
 
 metadata = Base.metadata
 
-__all__ = ["Base", "expectations", "metadata", "pipeline", "telemetry"]
+__all__ = ["Base", "expectations", "exports", "metadata", "pipeline", "telemetry"]

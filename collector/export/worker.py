@@ -1,0 +1,150 @@
+"""The outbox worker: an async component that exports new evaluations, at least once.
+
+Each pass (in a worker thread, so the event loop and ingest never wait on the sink or the
+database): add outbox rows for new evaluations, claim a bounded batch of due rows, export their
+spans then their log records with the SDK exporters, and record what the sink acknowledged. Rows
+that failed back off exponentially (with jitter); a process that dies mid-export leaves its rows
+leased, and they are retried when the lease ends. The worker wakes on its timer or on
+:meth:`ExportWorker.notify` (call it after committing evaluations).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from collector.export.otlp import EvaluationEmitter
+from collector.export.settings import ExportSettings
+from storage import exports
+
+log = logging.getLogger(__name__)
+
+# Passes keep claiming batches while there is due work, up to this many batches, then yield to
+# the timer so that stop() and other work are never starved.
+MAX_BATCHES_PER_PASS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    enqueued: int
+    exported: int  # outbox rows fully delivered in this pass
+    failed: int  # rows that failed (and were rescheduled) in this pass
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def export_pass(
+    engine: Engine,
+    emitter: EvaluationEmitter,
+    settings: ExportSettings,
+    now: Callable[[], dt.datetime] = _utcnow,
+    max_batches: int = MAX_BATCHES_PER_PASS,
+) -> PassResult:
+    """One synchronous pass over the outbox (what the worker runs in its thread)."""
+    with engine.begin() as conn:
+        enqueued = exports.enqueue_new(conn, now(), limit=max(1000, settings.batch_size))
+        emitter.thresholds = {**exports.load_thresholds(conn)}
+    exported = failed = 0
+    lease = dt.timedelta(seconds=settings.lease_s)
+    for _ in range(max_batches):
+        with engine.begin() as conn:
+            items = exports.claim_batch(conn, now(), settings.batch_size, lease)
+        if not items:
+            break
+        span_result = emitter.export_spans([i for i in items if i.needs_span])
+        log_result = emitter.export_logs([i for i in items if i.needs_log])
+        spans_done = [i.evaluation_id for i in items if i.needs_span and span_result.ok]
+        logs_done = [i.evaluation_id for i in items if i.needs_log and log_result.ok]
+        failures: dict[int, tuple[str, dt.datetime]] = {}
+        at = now()
+        for item in items:
+            errors = []
+            if item.needs_span and not span_result.ok:
+                errors.append(span_result.error or "span export failed")
+            if item.needs_log and not log_result.ok:
+                errors.append(log_result.error or "log export failed")
+            if errors:
+                delay = settings.backoff_s(item.attempts) * random.uniform(0.8, 1.2)
+                failures[item.evaluation_id] = ("; ".join(errors), at + dt.timedelta(seconds=delay))
+        with engine.begin() as conn:
+            exports.record_results(conn, at, spans_done, logs_done, failures)
+        exported += len(items) - len(failures)
+        failed += len(failures)
+        if failures:
+            break  # the sink is struggling: let the backoff pace the next attempt
+    return PassResult(enqueued=enqueued, exported=exported, failed=failed)
+
+
+class ExportWorker:
+    """Async component (``start()`` / ``stop()``) running :func:`export_pass` on a timer."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        emitter: EvaluationEmitter,
+        settings: ExportSettings,
+        *,
+        on_pass: Callable[[PassResult], None] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._emitter = emitter
+        self._settings = settings
+        self._on_pass = on_pass
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        self.exported_total = 0
+        self.failed_total = 0
+
+    async def start(self) -> None:
+        if self._settings.thresholds:
+            await asyncio.to_thread(self._save_thresholds)
+        self._task = asyncio.create_task(self._run(), name="toolscore-export")
+
+    def _save_thresholds(self) -> None:
+        with self._engine.begin() as conn:
+            exports.save_thresholds(conn, self._settings.thresholds)
+
+    def notify(self) -> None:
+        """New evaluations were committed: run a pass now rather than at the next tick."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Finish the pass in progress (bounded by the exporter timeout), then shut down."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=self._settings.timeout_s * 2 + 5)
+            except TimeoutError:
+                log.warning("export worker did not finish in time; pending rows stay queued")
+                self._task.cancel()
+        await asyncio.to_thread(self._emitter.shutdown)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                result = await asyncio.to_thread(
+                    export_pass, self._engine, self._emitter, self._settings
+                )
+            except Exception:  # database down etc.: keep the worker alive, retry on the timer
+                log.exception("evaluation export pass failed")
+            else:
+                self.exported_total += result.exported
+                self.failed_total += result.failed
+                if self._on_pass is not None:
+                    self._on_pass(result)
+            if self._stopping:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._settings.poll_interval_s)
