@@ -1,0 +1,86 @@
+"""Registry of instrumentation conventions.
+
+Each module detects, per span, whether it understands it (:meth:`Convention.applies`); the first
+module in :data:`REGISTRY` order that does extracts the span's observations, so conventions may be
+mixed in one trace. Specific conventions come before the generic OTel GenAI ones they extend.
+Adding a convention = adding one module and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from collector.conventions.base import (
+    Convention,
+    Exchange,
+    Message,
+    Observation,
+    ToolCallRef,
+    ToolExecution,
+)
+from collector.conventions.google_adk import GoogleADK
+from collector.conventions.openinference import OpenInference
+from collector.conventions.openllmetry import OpenLLMetry
+from collector.conventions.otel_genai import OtelGenAI
+from collector.conventions.otel_genai_events import OtelGenAIEvents
+from collector.conventions.pydantic_ai import PydanticAI
+from collector.conventions.strands import Strands
+from collector.conventions.vercel_ai import VercelAI
+from collector.model import LogRecordData, SpanRecord
+
+__all__ = [
+    "REGISTRY",
+    "Convention",
+    "Exchange",
+    "Message",
+    "Observation",
+    "ToolCallRef",
+    "ToolExecution",
+    "extract_observations",
+]
+
+REGISTRY: tuple[Convention, ...] = (
+    PydanticAI(),
+    Strands(),
+    GoogleADK(),
+    VercelAI(),
+    OpenInference(),
+    OtelGenAI(),
+    OpenLLMetry(),
+    OtelGenAIEvents(),
+)
+
+
+def extract_observations(
+    spans: Sequence[SpanRecord],
+    logs: Sequence[LogRecordData] = (),
+    registry: Sequence[Convention] = REGISTRY,
+) -> tuple[list[Observation], list[str]]:
+    """Run every span (and the log records) through the registry. Never raises.
+
+    Returns the observations and warnings (a module that failed on a span is reported, and the
+    span is skipped, so one odd span never loses the rest of the conversation).
+    """
+    observations: list[Observation] = []
+    warnings: list[str] = []
+    for span in spans:
+        for convention in registry:
+            try:
+                if not convention.applies(span):
+                    continue
+                observations.extend(convention.extract(span))
+            except Exception as exc:
+                warnings.append(
+                    f"{convention.name}: could not read span {span.span_id} ({span.name!r}): "
+                    f"{type(exc).__name__}: {exc}"
+                )
+            break
+    if logs:
+        for convention in registry:
+            try:
+                observations.extend(convention.extract_logs(logs))
+            except Exception as exc:
+                warnings.append(
+                    f"{convention.name}: could not read log records: {type(exc).__name__}: {exc}"
+                )
+    return observations, warnings
