@@ -1,0 +1,212 @@
+"""Composition root of ``toolscore serve``: database, ingest writer, extensions, receivers.
+
+Start order: migrate (unless disabled) -> engine -> extensions (their ingest hooks and
+components) -> ingest writer -> components -> receivers. Stop order (SIGINT/SIGTERM): receivers
+stop accepting and finish in-flight requests -> the writer commits what is queued -> components
+stop in reverse order -> engine disposed.
+
+Extensions plug in without touching this module's internals: an :data:`ExtensionFactory` gets the
+:class:`AppContext` (settings, engine, metrics, scoring config) and returns an :class:`Extension`
+with ingest hooks (run inside each ingest transaction) and async components (e.g. a worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, text
+
+from collector.decode import DecodeLimits
+from collector.ingest import IngestConfig, IngestHook, IngestWriter
+from collector.metrics import Metrics
+from collector.receiver.core import OtlpCore
+from collector.settings import Settings
+
+log = logging.getLogger("toolscore.serve")
+
+
+class Component(Protocol):
+    """A long-running part of the service (started after the database is ready)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None:
+        """Finish or hand back in-progress work, then return."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AppContext:
+    settings: Settings
+    engine: Engine
+    metrics: Metrics
+    scoring_config: Any | None  # scorer.ScoringConfig when --config was given, else None
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    hooks: Sequence[IngestHook] = ()
+    components: Sequence[Component] = ()
+
+
+ExtensionFactory = Callable[[AppContext], Extension]
+
+
+class StartupError(RuntimeError):
+    """The service cannot start (database unreachable, port in use, bad config file...)."""
+
+
+class App:
+    def __init__(self, settings: Settings, extensions: Sequence[ExtensionFactory] = ()) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self._extension_factories = tuple(extensions)
+        self._engine: Engine | None = None
+        self._writer: IngestWriter | None = None
+        self._components: list[Component] = []
+        self._grpc: Any = None
+        self._http: Any = None
+        self.grpc_port: int | None = None
+        self.http_port: int | None = None
+
+    @property
+    def engine(self) -> Engine:
+        assert self._engine is not None, "App.start() first"
+        return self._engine
+
+    async def start(self) -> None:
+        from collector.receiver.grpc_server import GrpcReceiver
+        from collector.receiver.http_server import HttpReceiver
+        from storage.engine import create_engine, redact
+        from storage.migrate import upgrade
+
+        s = self.settings
+        scoring_config = _load_scoring_config(s)
+        if s.upgrade:
+            try:
+                await asyncio.to_thread(upgrade, s.db_url)
+            except Exception as exc:
+                raise StartupError(f"cannot migrate database {redact(s.db_url)}: {exc}") from exc
+        self._engine = create_engine(s.db_url)
+        ctx = AppContext(s, self._engine, self.metrics, scoring_config)
+        extensions = [factory(ctx) for factory in self._extension_factories]
+        hooks = [h for ext in extensions for h in ext.hooks]
+        self._writer = IngestWriter(
+            self._engine,
+            IngestConfig(s.max_queued_spans, s.max_batch_spans, s.retry_after_s),
+            hooks=hooks,
+            metrics=self.metrics,
+        )
+        await self._writer.start()
+        for component in (c for ext in extensions for c in ext.components):
+            await component.start()
+            self._components.append(component)
+
+        core = OtlpCore(
+            self._writer, DecodeLimits(s.max_attribute_bytes), self.metrics, s.auth_token
+        )
+        tls = (s.tls_cert, s.tls_key) if s.tls_cert and s.tls_key else None
+        try:
+            if s.grpc is not None:
+                self._grpc = GrpcReceiver(core, self.metrics, s.grpc, s.max_request_bytes, tls)
+                self.grpc_port = await self._grpc.start()
+            if s.http is not None:
+                self._http = HttpReceiver(
+                    core,
+                    self.metrics,
+                    s.http,
+                    s.max_request_bytes,
+                    tls,
+                    health=self._database_ok,
+                    shutdown_grace_s=s.shutdown_grace_s,
+                )
+                self.http_port = await self._http.start()
+        except OSError as exc:
+            await self.stop()
+            raise StartupError(f"cannot listen: {exc}") from exc
+        log.info("%s", self.describe())
+
+    def describe(self) -> str:
+        """The start-up line: where it listens and which database (password hidden)."""
+        from storage.engine import redact
+
+        s = self.settings
+        scheme = "https" if s.tls else "http"
+        parts = []
+        if s.grpc is not None:
+            parts.append(f"OTLP/gRPC on {s.grpc.host}:{self.grpc_port}")
+        if s.http is not None:
+            parts.append(f"OTLP/HTTP on {scheme}://{s.http.host}:{self.http_port}")
+        flags = f"TLS {'on' if s.tls else 'off'}, auth {'on' if s.auth_token else 'off'}"
+        return f"toolscore serve: {', '.join(parts)}; database {redact(s.db_url)} ({flags})"
+
+    async def stop(self) -> None:
+        """Graceful stop; safe to call on a partly started app."""
+        grace = self.settings.shutdown_grace_s
+        stops = []
+        if self._grpc is not None:
+            stops.append(self._grpc.stop(grace))
+        if self._http is not None:
+            stops.append(self._http.stop())
+        await asyncio.gather(*stops, return_exceptions=True)
+        self._grpc = self._http = None
+        if self._writer is not None:
+            await self._writer.stop()
+            self._writer = None
+        while self._components:
+            component = self._components.pop()
+            try:
+                await component.stop()
+            except Exception:
+                log.exception("component %r failed to stop", component)
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    async def _database_ok(self) -> bool:
+        engine = self._engine
+        if engine is None:
+            return False
+
+        def ping() -> bool:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            return True
+
+        return await asyncio.to_thread(ping)
+
+
+def _load_scoring_config(settings: Settings) -> Any | None:
+    if settings.config_path is None:
+        return None
+    try:
+        from scorer import load_config
+    except ImportError:  # scorer without a config loader: the file was checked to exist
+        return None
+    try:
+        return load_config(settings.config_path)
+    except Exception as exc:
+        raise StartupError(f"--config {settings.config_path}: {exc}") from exc
+
+
+async def serve(settings: Settings, extensions: Sequence[ExtensionFactory] = ()) -> None:
+    """Run until SIGINT or SIGTERM, then stop gracefully."""
+    app = App(settings, extensions)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # not on every platform
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await app.start()
+        await stop.wait()
+        log.info("toolscore serve: stopping (finishing in-flight requests)")
+    finally:
+        await app.stop()
+    log.info("toolscore serve: stopped")

@@ -1,0 +1,135 @@
+"""``toolscore serve``: the OTLP receiver (gRPC + HTTP) with durable storage.
+
+To plug in another part of the service: add its flags in :func:`register` and its extension
+factory in :func:`extensions` (see :mod:`collector.app`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from collector.commands.common import add_db_argument
+
+if TYPE_CHECKING:
+    from collector.app import ExtensionFactory
+    from collector.settings import Settings
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="receive OTLP traces and logs (gRPC and HTTP) and store them",
+        description="Receive OTLP traces and logs over gRPC and HTTP and store them durably.",
+    )
+    add_db_argument(parser)
+    add = parser.add_argument
+    add(
+        "--grpc",
+        metavar="HOST:PORT",
+        help="OTLP/gRPC listener, or 'off' "
+        "(env TOOLSCORE_GRPC; default 127.0.0.1:4317; port 0 picks a free port)",
+    )
+    add(
+        "--http",
+        metavar="HOST:PORT",
+        help="OTLP/HTTP listener, or 'off' (env TOOLSCORE_HTTP; default 127.0.0.1:4318)",
+    )
+    add("--config", metavar="FILE", help="scoring configuration file (env TOOLSCORE_CONFIG)")
+    add(
+        "--no-upgrade",
+        action="store_true",
+        help="do not migrate the database at start (env TOOLSCORE_UPGRADE=0)",
+    )
+    add(
+        "--tls-cert",
+        metavar="FILE",
+        help="TLS certificate (PEM) for both listeners (env TOOLSCORE_TLS_CERT; needs --tls-key)",
+    )
+    add("--tls-key", metavar="FILE", help="TLS private key (PEM) (env TOOLSCORE_TLS_KEY)")
+    add(
+        "--auth-token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on every "
+        "export and /metrics request (env TOOLSCORE_AUTH_TOKEN, preferred: flags show in ps)",
+    )
+    add(
+        "--max-request-bytes",
+        type=int,
+        metavar="N",
+        help="largest request body after "
+        "decompression (env TOOLSCORE_MAX_REQUEST_BYTES; default 64 MiB)",
+    )
+    add(
+        "--max-attribute-bytes",
+        type=int,
+        metavar="N",
+        help="longer string/bytes attribute "
+        "values are truncated (env TOOLSCORE_MAX_ATTRIBUTE_BYTES; default 65536)",
+    )
+    add(
+        "--max-queued-spans",
+        type=int,
+        metavar="N",
+        help="spans and log records waiting to be "
+        "stored before clients are told to retry (env TOOLSCORE_MAX_QUEUED_SPANS; default 100000)",
+    )
+    add(
+        "--max-batch-spans",
+        type=int,
+        metavar="N",
+        help="most spans per database transaction (env TOOLSCORE_MAX_BATCH_SPANS; default 20000)",
+    )
+    add(
+        "--retry-after",
+        type=float,
+        metavar="SECONDS",
+        help="retry delay suggested to clients when busy (env TOOLSCORE_RETRY_AFTER; default 1)",
+    )
+    add(
+        "--shutdown-grace",
+        type=float,
+        metavar="SECONDS",
+        help="time in-flight requests get to "
+        "finish on shutdown (env TOOLSCORE_SHUTDOWN_GRACE; default 10)",
+    )
+    add(
+        "--log-level",
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def extensions(
+    args: argparse.Namespace, environ: Mapping[str, str], settings: Settings
+) -> list[ExtensionFactory]:
+    """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
+    return []
+
+
+def handle(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from collector.app import StartupError, serve
+    from collector.settings import Settings, SettingsError
+
+    try:
+        settings = Settings.from_args(args, os.environ)
+    except SettingsError as exc:
+        print(f"toolscore serve: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # one line per migration is noise
+    try:
+        asyncio.run(serve(settings, extensions(args, os.environ, settings)))
+    except StartupError as exc:
+        print(f"toolscore serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,82 @@
+"""What both transports do with a decoded request: store it, then build the OTLP response."""
+
+from __future__ import annotations
+
+import hmac
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from collector.decode import DecodeLimits, decode_logs, decode_traces
+from collector.errors import RetryableError, Unauthenticated
+from collector.ingest import IngestWriter
+from collector.metrics import Metrics
+
+
+class OtlpCore:
+    """Transport-independent export handling; raises :mod:`collector.errors` exceptions."""
+
+    def __init__(
+        self,
+        writer: IngestWriter,
+        limits: DecodeLimits,
+        metrics: Metrics,
+        auth_token: str | None = None,
+    ) -> None:
+        self._writer = writer
+        self._limits = limits
+        self._metrics = metrics
+        self._expected_auth = f"Bearer {auth_token}".encode() if auth_token else None
+
+    def check_auth(self, authorization: str | None) -> None:
+        """Raise Unauthenticated unless ``authorization`` is ``Bearer <token>`` (when required)."""
+        if self._expected_auth is None:
+            return
+        given = (authorization or "").strip().encode()
+        # constant-time: the comparison must not reveal how much of the token matched
+        if not given or not hmac.compare_digest(given, self._expected_auth):
+            raise Unauthenticated("missing or invalid bearer token")
+
+    async def export_traces(
+        self, request: ExportTraceServiceRequest, transport: str
+    ) -> ExportTraceServiceResponse:
+        decoded = decode_traces(request, self._limits)
+        if decoded.truncated_values:
+            self._metrics.truncated.labels("traces").inc(decoded.truncated_values)
+        try:
+            await self._writer.submit(decoded.spans)
+        except RetryableError as exc:
+            self._metrics.refused.labels("traces", transport, exc.reason).inc(len(decoded.spans))
+            raise
+        self._metrics.accepted.labels("traces", transport).inc(len(decoded.spans))
+        response = ExportTraceServiceResponse()
+        if decoded.rejected:
+            self._metrics.rejected.labels("traces", transport).inc(decoded.rejected)
+            response.partial_success.rejected_spans = decoded.rejected
+            response.partial_success.error_message = decoded.error_message
+        return response
+
+    async def export_logs(
+        self, request: ExportLogsServiceRequest, transport: str
+    ) -> ExportLogsServiceResponse:
+        decoded = decode_logs(request, self._limits)
+        if decoded.truncated_values:
+            self._metrics.truncated.labels("logs").inc(decoded.truncated_values)
+        try:
+            await self._writer.submit((), decoded.records)
+        except RetryableError as exc:
+            self._metrics.refused.labels("logs", transport, exc.reason).inc(len(decoded.records))
+            raise
+        self._metrics.accepted.labels("logs", transport).inc(len(decoded.records))
+        response = ExportLogsServiceResponse()
+        if decoded.rejected:
+            self._metrics.rejected.labels("logs", transport).inc(decoded.rejected)
+            response.partial_success.rejected_log_records = decoded.rejected
+            response.partial_success.error_message = decoded.error_message
+        return response

@@ -1,0 +1,128 @@
+"""OTLP/gRPC: TraceService/Export and LogsService/Export (grpc.aio), plus grpc.health.v1.
+
+The methods are registered with no request deserializer so that corrupt protobuf reaches us as
+bytes and is answered INVALID_ARGUMENT (grpcio would answer INTERNAL). grpc core enforces the
+message size limit after decompression (RESOURCE_EXHAUSTED, no RetryInfo).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, NoReturn
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+
+from collector.decode import parse_logs_protobuf, parse_traces_protobuf
+from collector.errors import ReceiverError, grpc_trailers, status_for
+from collector.metrics import Metrics
+from collector.receiver.core import OtlpCore
+from collector.settings import Listen
+
+log = logging.getLogger(__name__)
+
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
+RESPONSE_LIMIT = 4 * 1024 * 1024
+
+
+class GrpcReceiver:
+    """An OTLP/gRPC server; ``start()`` binds and returns the actual port."""
+
+    def __init__(
+        self,
+        core: OtlpCore,
+        metrics: Metrics,
+        listen: Listen,
+        max_request_bytes: int,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        self._core = core
+        self._metrics = metrics
+        self._listen = listen
+        self._tls = tls
+        self._health = health_aio.HealthServicer()
+        self._server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", max_request_bytes),
+                ("grpc.max_send_message_length", RESPONSE_LIMIT),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        handlers = {
+            TRACE_SERVICE: {"Export": self._export_traces},
+            LOGS_SERVICE: {"Export": self._export_logs},
+        }
+        for service, methods in handlers.items():
+            self._server.add_generic_rpc_handlers(
+                (
+                    grpc.method_handlers_generic_handler(
+                        service,
+                        {
+                            name: grpc.unary_unary_rpc_method_handler(fn)
+                            for name, fn in methods.items()
+                        },
+                    ),
+                )
+            )
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        self.port = 0
+
+    async def start(self) -> int:
+        address = str(self._listen)
+        if self._tls is not None:
+            cert, key = self._tls
+            creds = grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
+            self.port = self._server.add_secure_port(address, creds)
+        else:
+            self.port = self._server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"gRPC: cannot listen on {address}")
+        await self._server.start()
+        for service in ("", TRACE_SERVICE, LOGS_SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        return self.port
+
+    async def stop(self, grace_s: float) -> None:
+        """Refuse new calls, let in-flight calls finish (up to ``grace_s``)."""
+        await self._health.enter_graceful_shutdown()
+        await self._server.stop(grace_s)
+
+    async def _export_traces(
+        self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bytes:
+        try:
+            self._core.check_auth(_metadata(context, "authorization"))
+            request = parse_traces_protobuf(data)
+            response = await self._core.export_traces(request, "grpc")
+            return bytes(response.SerializeToString())
+        except Exception as exc:
+            await self._abort(context, exc)
+
+    async def _export_logs(self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        try:
+            self._core.check_auth(_metadata(context, "authorization"))
+            request = parse_logs_protobuf(data)
+            response = await self._core.export_logs(request, "grpc")
+            return bytes(response.SerializeToString())
+        except Exception as exc:
+            await self._abort(context, exc)
+
+    async def _abort(self, context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> NoReturn:
+        status = status_for(exc)
+        if not isinstance(exc, ReceiverError | ValueError):
+            log.exception("gRPC export failed unexpectedly")
+        self._metrics.failed_requests.labels("grpc", status.grpc_code.name).inc()
+        await context.abort(
+            status.grpc_code, status.message, trailing_metadata=grpc_trailers(status)
+        )
+        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+
+def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str | None:
+    for k, v in context.invocation_metadata() or ():
+        if k == key:
+            return v if isinstance(v, str) else v.decode("utf-8", "replace")
+    return None
