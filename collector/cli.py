@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "collector.commands.score",
     "collector.commands.serve",
     "collector.commands.db",
+    "collector.commands.refs",
+    "collector.commands.conversations",
 )
 
 

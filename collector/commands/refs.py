@@ -1,0 +1,291 @@
+"""``toolscore refs import|list|show``: manage the reference expectations conversations are scored
+against."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collector.commands._table import clip, format_call, format_time, render_table
+from collector.commands.common import add_db_argument, resolve_db_url
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from storage.expectations import ExpectationRow
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("refs", help="import, list and show reference expectations")
+    sub = parser.add_subparsers(dest="refs_command", metavar="ACTION")
+
+    imp = sub.add_parser(
+        "import",
+        help="import expectations from a YAML, JSON or Ragas JSONL file (all or nothing)",
+    )
+    imp.add_argument("file", type=Path, metavar="FILE")
+    imp.add_argument(
+        "--format",
+        choices=("yaml", "json", "jsonl"),
+        default=None,
+        help="file format (default: from the suffix: .yaml/.yml, .json, .jsonl/.ndjson)",
+    )
+    imp.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="scoring config: reject expectations naming a metric instance it does not define",
+    )
+    add_db_argument(imp)
+    imp.set_defaults(handler=_import)
+
+    lst = sub.add_parser("list", help="the latest version of every expectation")
+    add_db_argument(lst)
+    lst.add_argument("--json", action="store_true", help="JSON output for scripts")
+    lst.set_defaults(handler=_list)
+
+    show = sub.add_parser("show", help="one expectation in full")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--version", type=int, default=None, help="a version (default: latest)")
+    add_db_argument(show)
+    show.add_argument("--json", action="store_true", help="JSON output for scripts")
+    show.set_defaults(handler=_show)
+
+    parser.set_defaults(handler=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _error(message: str) -> None:
+    print(f"toolscore refs: {message}", file=sys.stderr)
+
+
+def _metric_names(config_path: Path) -> list[str]:
+    import scorer
+
+    load_config = getattr(scorer, "load_config", None)
+    if load_config is None:  # pragma: no cover - the scorer ships load_config
+        raise ValueError("this build of toolscore cannot read scoring configs")
+    config = load_config(config_path)
+    return list(config.instances)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from collector.refs_file import RefsFileError, load_refs_file
+    from storage import migrate
+    from storage.engine import DatabaseUrlError, create_engine, redact
+    from storage.expectations import import_expectations
+
+    metric_names = None
+    if args.config is not None:
+        try:
+            metric_names = _metric_names(args.config)
+        except (OSError, ValueError) as exc:
+            _error(f"{args.config}: {exc}")
+            return 2
+    try:
+        items = load_refs_file(args.file, fmt=args.format, metric_names=metric_names)
+    except RefsFileError as exc:
+        _error(f"{args.file} rejected, nothing imported:")
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        migrate.upgrade(url, "heads")
+        engine = create_engine(url)
+    except DatabaseUrlError as exc:
+        _error(str(exc))
+        return 2
+    except Exception as exc:
+        _error(f"{redact(url)}: {exc}")
+        return 1
+    try:
+        with engine.connect() as conn:
+            report = import_expectations(conn, items)
+    except Exception as exc:
+        _error(f"{redact(url)}: import failed, nothing imported: {exc}")
+        return 1
+    finally:
+        engine.dispose()
+    for entry in report.entries:
+        if entry.status != "unchanged":
+            print(f"{entry.status:9} {entry.id} v{entry.version}")
+    print(
+        f"{args.file}: {report.created} created, {report.updated} updated, "
+        f"{report.unchanged} unchanged"
+    )
+    return 0
+
+
+def _open(args: argparse.Namespace) -> Engine | None:
+    """An engine on a database that has the expectations table, or None (error printed)."""
+    from sqlalchemy import inspect
+
+    from storage.engine import DatabaseUrlError, create_engine, redact
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            ready = inspect(conn).has_table("expectations")
+    except DatabaseUrlError as exc:
+        _error(str(exc))
+        return None
+    except Exception as exc:
+        _error(f"{redact(url)}: {exc}")
+        return None
+    if not ready:
+        engine.dispose()
+        _error(
+            f"{redact(url)} has no expectations table: run `toolscore db upgrade` "
+            "or `toolscore refs import FILE`"
+        )
+        return None
+    return engine
+
+
+def _call_count(reference: Any) -> int:
+    if not isinstance(reference, list):
+        return 0
+    return sum(len(c) if isinstance(c, list) else 1 for c in reference)
+
+
+def describe_match(match: Any) -> str:
+    """A match rule on one line: ``conversation_id=a,b user_input="hi"``, or ``-``."""
+    if not match:
+        return "-"
+    parts = []
+    cid = match.get("conversation_id")
+    if cid is not None:
+        parts.append("conversation_id=" + (",".join(cid) if isinstance(cid, list) else str(cid)))
+    if match.get("user_input") is not None:
+        parts.append("user_input=" + json.dumps(match["user_input"], ensure_ascii=False))
+    return " ".join(parts)
+
+
+def describe_metrics(metrics: Sequence[str] | None) -> str:
+    return "(all)" if metrics is None else ",".join(metrics)
+
+
+def row_json(row: ExpectationRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "version": row.version,
+        "is_latest": row.is_latest,
+        "created_at": row.created_at.isoformat(),
+        "reference_tool_calls": row.reference_tool_calls,
+        "user_input": row.user_input,
+        "metrics": list(row.metrics) if row.metrics is not None else None,
+        "match": row.match,
+        "content_hash": row.content_hash,
+    }
+
+
+def _list(args: argparse.Namespace) -> int:
+    from storage.expectations import list_expectations
+
+    engine = _open(args)
+    if engine is None:
+        return 1
+    try:
+        with engine.connect() as conn:
+            rows = list_expectations(conn)
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps([row_json(r) for r in rows], ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print("no expectations: import some with `toolscore refs import FILE`")
+        return 0
+    table = [
+        [
+            r.id,
+            str(r.version),
+            str(_call_count(r.reference_tool_calls)),
+            describe_metrics(r.metrics),
+            describe_match(r.match),
+            format_time(r.created_at),
+        ]
+        for r in rows
+    ]
+    print(render_table(["ID", "VERSION", "CALLS", "METRICS", "MATCH", "UPDATED"], table))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from storage.expectations import get_latest, get_version, list_versions
+
+    engine = _open(args)
+    if engine is None:
+        return 1
+    try:
+        with engine.connect() as conn:
+            if args.version is None:
+                row = get_latest(conn, args.id)
+            else:
+                row = get_version(conn, args.id, args.version)
+            versions = list_versions(conn, args.id) if row is not None else []
+    finally:
+        engine.dispose()
+    if row is None:
+        which = f" version {args.version}" if args.version is not None else ""
+        _error(f"no expectation {args.id!r}{which}")
+        return 1
+    if args.json:
+        print(json.dumps(row_json(row), ensure_ascii=False, indent=2))
+        return 0
+    print("\n".join(render_expectation(row, [v.version for v in versions])))
+    return 0
+
+
+def render_reference(reference: Any, indent: str = "  ") -> list[str]:
+    """Numbered reference calls; a group (calls in any order) shows as ``any order:``."""
+    if not isinstance(reference, list) or not reference:
+        return [f"{indent}(no tool calls expected)"]
+    lines = []
+    for number, call in enumerate(reference, start=1):
+        if isinstance(call, list):
+            lines.append(f"{indent}{number}. any order:")
+            lines.extend(
+                f"{indent}     - {format_call(c.get('name'), c.get('args'))}" for c in call
+            )
+        else:
+            lines.append(f"{indent}{number}. {format_call(call.get('name'), call.get('args'))}")
+    return lines
+
+
+def render_expectation(row: ExpectationRow, versions: Sequence[int]) -> list[str]:
+    latest = " (latest)" if row.is_latest else ""
+    lines = [
+        f"expectation {row.id}  version {row.version}{latest}",
+        f"  imported      {format_time(row.created_at)}",
+        f"  versions      {', '.join(str(v) for v in versions)}",
+        f"  metrics       {describe_metrics(row.metrics)}",
+        f"  match         {describe_match(row.match)}",
+        f"  content hash  {row.content_hash[:16]}",
+    ]
+    if row.user_input is not None:
+        lines.append("user input:")
+        if isinstance(row.user_input, str):
+            lines.append(f"  {clip(row.user_input, 100)}")
+        else:
+            for message in row.user_input:
+                content = clip(str(message.get("content") or ""), 90)
+                lines.append(f"  {message.get('type', '?'):6} {content}")
+                for call in message.get("tool_calls") or ():
+                    lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    lines.append(f"reference tool calls ({_call_count(row.reference_tool_calls)}):")
+    lines.extend(render_reference(row.reference_tool_calls))
+    return lines

@@ -1,0 +1,440 @@
+"""Reading reference-expectation files: YAML, JSON, or Ragas JSONL samples.
+
+A file holds expectations, each with an ``id``, ``reference_tool_calls`` (Ragas form: a list of
+``{name, args}``, or groups of them as lists), and optionally ``user_input`` (a string or Ragas
+messages), ``metrics`` (metric instance names of the scoring config) and ``match``
+(``{conversation_id: str | [str, ...], user_input: str}``). YAML and JSON files are a list of
+expectations or a mapping ``{expectations: [...]}``; JSONL files have one Ragas sample per line.
+
+A file is accepted whole or not at all: every problem found is reported with where it is (line for
+JSONL and YAML, path such as ``expectations[3].reference_tool_calls[0].name`` for all).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from storage.expectations import ExpectationData, normalize_user_input
+
+Format = Literal["yaml", "json", "jsonl"]
+Segment = str | int
+
+FORMATS_BY_SUFFIX: Mapping[str, Format] = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
+EXPECTATION_KEYS = ("id", "reference_tool_calls", "user_input", "metrics", "match")
+# Other fields of a Ragas MultiTurnSample: allowed in a sample, not used here.
+RAGAS_SAMPLE_KEYS = frozenset({"reference", "rubrics", "reference_topics"})
+MATCH_KEYS = ("conversation_id", "user_input")
+MESSAGE_TYPES = ("human", "ai", "tool")
+MAX_PROBLEMS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    where: str  # "file:line: path" or "file: path"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class RefsFileError(ValueError):
+    """The file was rejected; ``problems`` says what is wrong and where (at most 20)."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def format_for(path: Path) -> Format:
+    """The file format implied by ``path``'s suffix."""
+    fmt = FORMATS_BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(FORMATS_BY_SUFFIX)
+        raise RefsFileError([Problem(str(path), f"unknown file type (expected one of {known})")])
+    return fmt
+
+
+def load_refs_file(
+    path: Path, *, fmt: Format | None = None, metric_names: Collection[str] | None = None
+) -> list[ExpectationData]:
+    """Read and validate every expectation in ``path``, or raise ``RefsFileError``.
+
+    ``metric_names``: the instance names of the scoring config; when given, an expectation naming
+    any other metric is rejected.
+    """
+    chosen = fmt or format_for(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RefsFileError([Problem(str(path), f"cannot read: {exc}")]) from exc
+    return parse_refs_text(text, chosen, source=str(path), metric_names=metric_names)
+
+
+def parse_refs_text(
+    text: str, fmt: Format, *, source: str = "<input>", metric_names: Collection[str] | None = None
+) -> list[ExpectationData]:
+    """Parse and validate expectations from ``text`` in format ``fmt``; see ``load_refs_file``."""
+    checker = _Checker(source, metric_names)
+    jsonl = fmt == "jsonl"
+    records = checker.jsonl_records(text) if jsonl else checker.document_records(text, fmt)
+    items = checker.expectations(records)
+    if checker.problems:
+        raise RefsFileError(checker.problems)
+    if not items:
+        raise RefsFileError([Problem(source, "no expectations in the file")])
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    value: Any
+    prefix: tuple[Segment, ...]  # path of this expectation inside the document
+    line: int | None  # JSONL line of the record
+    locate: Callable[[tuple[Segment, ...]], int | None]  # YAML: line of a path
+
+
+def _no_lines(_path: tuple[Segment, ...]) -> int | None:
+    return None
+
+
+class _Checker:
+    def __init__(self, source: str, metric_names: Collection[str] | None) -> None:
+        self.source = source
+        self.metric_names = metric_names
+        self.problems: list[Problem] = []
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def fail(self, record: _Record | None, path: tuple[Segment, ...], message: str) -> None:
+        if len(self.problems) >= MAX_PROBLEMS:
+            return
+        line = None
+        if record is not None:
+            line = record.line if record.line is not None else record.locate(path)
+        where = self.source if line is None else f"{self.source}:{line}"
+        shown = _format_path(path)
+        self.problems.append(Problem(f"{where}: {shown}" if shown else where, message))
+
+    def jsonl_records(self, text: str) -> list[_Record]:
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                where = f"{self.source}:{number}"
+                self.problems.append(
+                    Problem(where, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                )
+                continue
+            records.append(_Record(value, (), number, _no_lines))
+        return records
+
+    def document_records(self, text: str, fmt: Format) -> list[_Record]:
+        locate: Callable[[tuple[Segment, ...]], int | None] = _no_lines
+        try:
+            if fmt == "json":
+                document = json.loads(text)
+            else:
+                loader = _Loader(text)
+                try:
+                    node = loader.get_single_node()
+                    document = loader.construct_document(node) if node is not None else None
+                finally:
+                    loader.dispose()
+                locate = _yaml_locator(node)
+        except json.JSONDecodeError as exc:
+            self.problems.append(Problem(f"{self.source}:{exc.lineno}", f"invalid JSON: {exc.msg}"))
+            return []
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = self.source if mark is None else f"{self.source}:{mark.line + 1}"
+            problem = getattr(exc, "problem", None) or str(exc)
+            self.problems.append(Problem(where, f"invalid YAML: {problem}"))
+            return []
+        prefix: tuple[Segment, ...] = ()
+        if isinstance(document, dict) and "expectations" in document:
+            top = _Record(document, (), None, locate)
+            for key in document:
+                if key != "expectations":
+                    self.fail(top, (key,), "unknown top-level key (expected 'expectations')")
+            document, prefix = document["expectations"], ("expectations",)
+        if not isinstance(document, list):
+            top = _Record(document, (), None, locate)
+            self.fail(
+                top,
+                prefix,
+                "expected a list of expectations or a mapping with an 'expectations' list",
+            )
+            return []
+        return [_Record(v, (*prefix, i), None, locate) for i, v in enumerate(document)]
+
+    # --- validation ---------------------------------------------------------------------------
+
+    def expectations(self, records: list[_Record]) -> list[ExpectationData]:
+        items: list[ExpectationData] = []
+        first_seen: dict[str, str] = {}
+        for record in records:
+            before = len(self.problems)
+            item = self.expectation(record)
+            if item is None or len(self.problems) > before:
+                continue
+            here = f"line {record.line}" if record.line else _format_path(record.prefix)
+            if item.id in first_seen:
+                self.fail(
+                    record,
+                    (*record.prefix, "id"),
+                    f"duplicate id {item.id!r} (first at {first_seen[item.id]})",
+                )
+                continue
+            first_seen[item.id] = here
+            items.append(item)
+        return items
+
+    def expectation(self, record: _Record) -> ExpectationData | None:
+        value, p = record.value, record.prefix
+        if not isinstance(value, dict):
+            self.fail(record, p, f"expected a mapping, got {_kind(value)}")
+            return None
+        for key in value:
+            if key not in EXPECTATION_KEYS and key not in RAGAS_SAMPLE_KEYS:
+                allowed = ", ".join(EXPECTATION_KEYS)
+                self.fail(record, (*p, key), f"unknown key (expected {allowed})")
+        ident = value.get("id")
+        if "id" not in value:
+            self.fail(record, (*p, "id"), "missing")
+        elif not isinstance(ident, str) or not ident.strip():
+            self.fail(record, (*p, "id"), _not_a_string(ident))
+        if "reference_tool_calls" not in value:
+            self.fail(record, (*p, "reference_tool_calls"), "missing")
+            reference: list[Any] = []
+        else:
+            reference = self.reference(
+                record, (*p, "reference_tool_calls"), value.get("reference_tool_calls")
+            )
+        user_input = value.get("user_input")
+        if user_input is not None:
+            self.user_input(record, (*p, "user_input"), user_input)
+        metrics = self.metrics(record, (*p, "metrics"), value.get("metrics"))
+        match = self.match(record, (*p, "match"), value.get("match"))
+        if not isinstance(ident, str):
+            return None
+        return ExpectationData(ident, reference, user_input, metrics, match)
+
+    def reference(self, record: _Record, p: tuple[Segment, ...], value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            self.fail(record, p, f"must be a list of tool calls, got {_kind(value)}")
+            return []
+        calls: list[Any] = []
+        for i, element in enumerate(value):
+            if isinstance(element, list):
+                if not element:
+                    self.fail(record, (*p, i), "a group of calls must not be empty")
+                group = []
+                for j, inner in enumerate(element):
+                    if isinstance(inner, list):
+                        self.fail(record, (*p, i, j), "groups cannot be nested")
+                    else:
+                        group.append(self.call(record, (*p, i, j), inner))
+                calls.append(group)
+            else:
+                calls.append(self.call(record, (*p, i), element))
+        before = len(self.problems)
+        self.json_values(record, p, calls)
+        if len(self.problems) == before:
+            self.scorer_check(record, p, calls)
+        return calls
+
+    def call(self, record: _Record, p: tuple[Segment, ...], value: Any) -> Any:
+        if not isinstance(value, dict):
+            self.fail(record, p, f"expected a tool call {{name, args}}, got {_kind(value)}")
+            return value
+        for key in value:
+            if key not in ("name", "args"):
+                hint = " (did you mean 'args'?)" if key in ("arguments", "arg", "params") else ""
+                self.fail(record, (*p, key), f"unknown key in a tool call{hint}")
+        name = value.get("name")
+        if "name" not in value:
+            self.fail(record, (*p, "name"), "missing")
+        elif not isinstance(name, str) or not name.strip():
+            self.fail(record, (*p, "name"), _not_a_string(name))
+        args = value.get("args", {})
+        if not isinstance(args, dict):
+            self.fail(record, (*p, "args"), f"must be a mapping of arguments, got {_kind(args)}")
+        # A missing "args" means a call without arguments, written out as Ragas expects.
+        return {"name": name, "args": args}
+
+    def scorer_check(self, record: _Record, p: tuple[Segment, ...], calls: list[Any]) -> None:
+        """Let the scorer validate the reference too, when its parser is available."""
+        import scorer
+
+        parse_reference = getattr(scorer, "parse_reference", None)
+        if parse_reference is None:
+            return
+        try:
+            parse_reference(calls)
+        except (ValueError, TypeError) as exc:
+            self.fail(record, p, str(exc))
+
+    def user_input(self, record: _Record, p: tuple[Segment, ...], value: Any) -> None:
+        if isinstance(value, str):
+            return
+        if not isinstance(value, list):
+            self.fail(record, p, f"must be a string or a list of messages, got {_kind(value)}")
+            return
+        for i, message in enumerate(value):
+            if not isinstance(message, dict):
+                self.fail(record, (*p, i), f"expected a message mapping, got {_kind(message)}")
+                continue
+            if message.get("type") not in MESSAGE_TYPES:
+                types = ", ".join(MESSAGE_TYPES)
+                self.fail(record, (*p, i, "type"), f"must be one of {types}")
+            if not isinstance(message.get("content", ""), str):
+                self.fail(record, (*p, i, "content"), "must be a string")
+            if "tool_calls" in message:
+                tool_calls = message["tool_calls"]
+                if not isinstance(tool_calls, list):
+                    self.fail(record, (*p, i, "tool_calls"), "must be a list of tool calls")
+                else:
+                    for j, call in enumerate(tool_calls):
+                        self.call(record, (*p, i, "tool_calls", j), call)
+        self.json_values(record, p, value)
+
+    def metrics(
+        self, record: _Record, p: tuple[Segment, ...], value: Any
+    ) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value:
+            self.fail(record, p, "must be a non-empty list of metric instance names (omit for all)")
+            return None
+        for i, name in enumerate(value):
+            if not isinstance(name, str) or not name.strip():
+                self.fail(record, (*p, i), _not_a_string(name))
+            elif value.index(name) != i:
+                self.fail(record, (*p, i), f"{name!r} is listed twice")
+            elif self.metric_names is not None and name not in self.metric_names:
+                known = ", ".join(self.metric_names) or "none"
+                self.fail(
+                    record, (*p, i), f"unknown metric instance {name!r} (configured: {known})"
+                )
+        return tuple(v for v in value if isinstance(v, str))
+
+    def match(self, record: _Record, p: tuple[Segment, ...], value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or not value:
+            self.fail(record, p, "must be a mapping with conversation_id and/or user_input")
+            return None
+        for key in value:
+            if key not in MATCH_KEYS:
+                self.fail(record, (*p, key), "unknown key (expected conversation_id, user_input)")
+        if "conversation_id" in value:
+            cid = value["conversation_id"]
+            ok = (isinstance(cid, str) and cid != "") or (
+                isinstance(cid, list) and cid and all(isinstance(c, str) and c for c in cid)
+            )
+            if not ok:
+                self.fail(
+                    record,
+                    (*p, "conversation_id"),
+                    "must be a non-empty string or a non-empty list of them",
+                )
+        if "user_input" in value:
+            text = value["user_input"]
+            if not isinstance(text, str) or not normalize_user_input(text):
+                self.fail(record, (*p, "user_input"), "must be a non-blank string")
+        return dict(value)
+
+    def json_values(self, record: _Record, p: tuple[Segment, ...], value: Any) -> None:
+        """Only what JSON can hold: YAML also has non-string keys, NaN, infinities, binary."""
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if not isinstance(key, str):
+                    self.fail(record, p, f"key {key!r} must be a string")
+                else:
+                    self.json_values(record, (*p, key), inner)
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                self.json_values(record, (*p, i), inner)
+        elif isinstance(value, float) and not math.isfinite(value):
+            self.fail(record, p, f"{value} cannot be stored as JSON")
+        elif value is not None and not isinstance(value, str | int | float | bool):
+            self.fail(record, p, f"unsupported value of type {type(value).__name__}")
+
+
+def _format_path(path: tuple[Segment, ...]) -> str:
+    out = ""
+    for segment in path:
+        if isinstance(segment, int):
+            out += f"[{segment}]"
+        else:
+            out += f".{segment}" if out else segment
+    return out
+
+
+def _not_a_string(value: Any) -> str:
+    if isinstance(value, str):
+        return "must not be blank"
+    return f"must be a string, got {_kind(value)}"
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), type(value).__name__)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that keeps dates and times as the strings they were written as."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_locator(root: yaml.Node | None) -> Callable[[tuple[Segment, ...]], int | None]:
+    """Maps a path to the 1-based line of the deepest YAML node found along it."""
+
+    def locate(path: tuple[Segment, ...]) -> int | None:
+        if root is None:
+            return None
+        node, line = root, root.start_mark.line + 1
+        for segment in path:
+            child: yaml.Node | None = None
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if key_node.value == segment:
+                        # the key's line: where "name:" is written, even for a nested value
+                        child, line = value_node, key_node.start_mark.line + 1
+                        break
+            elif (
+                isinstance(node, yaml.SequenceNode)
+                and isinstance(segment, int)
+                and 0 <= segment < len(node.value)
+            ):
+                child = node.value[segment]
+                line = child.start_mark.line + 1
+            if child is None:
+                break
+            node = child
+        return line
+
+    return locate
