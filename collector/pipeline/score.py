@@ -1,0 +1,326 @@
+"""Score conversations: load their telemetry, reconstruct, match the expectation, write the history.
+
+The scorer's input is built exactly as ``toolscore score`` builds it from a Ragas sample
+(``parse_sample`` on the reconstructed message list plus the expectation's reference), so a
+conversation scores the same online as its equivalent sample does offline.
+
+Work is split in two so the write transaction stays short: ``_compute`` reads and scores (no
+locks held), ``_write`` records a new revision for every conversation still owned by the caller.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null, select, true
+
+from collector.model import LogRecordData, SpanRecord
+from collector.reconstruct import reconstruct
+from scorer import SampleError, ScoringConfig, parse_sample
+from storage.expectations import match_expectation
+from storage.pipeline import (
+    STATUS_ERROR,
+    STATUS_SCORED,
+    STATUS_UNMATCHED,
+    conversation_traces,
+    conversations,
+    evaluations,
+    tool_calls,
+)
+from storage.telemetry import load_logs, load_spans
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreOutcome:
+    """What one scoring of one conversation recorded."""
+
+    conversation_id: str
+    status: str  # scored | unmatched | error
+    revision: int
+    expectation_id: str | None = None
+    expectation_version: int | None = None
+    scores: Mapping[str, float | None] = field(default_factory=dict)  # metric instance -> score
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Computed:
+    conversation_id: str
+    status: str
+    trace_id: str
+    root_span_id: str | None
+    first_user_message: str | None = None
+    expectation_id: str | None = None
+    expectation_version: int | None = None
+    evaluations: tuple[dict[str, Any], ...] = ()
+    calls: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+
+
+def _count_reference(reference: Sequence[Any] | None) -> int:
+    if not reference:
+        return 0
+    return sum(len(item) if isinstance(item, tuple) else 1 for item in reference)
+
+
+def _evaluate(
+    config: ScoringConfig, names: Sequence[str] | None, user_input: Any, reference: Any
+) -> tuple[tuple[dict[str, Any], ...], str | None]:
+    """One evaluation row (without bookkeeping columns) per metric instance; or a sample error."""
+    try:
+        sample = parse_sample({"user_input": user_input, "reference_tool_calls": reference})
+    except SampleError as exc:
+        return (), f"cannot build the scorer's sample: {exc}"
+    predicted, expected = sample.predicted_tool_calls, sample.reference_tool_calls
+    counts = {"predicted_count": len(predicted), "expected_count": _count_reference(expected)}
+    rows: list[dict[str, Any]] = []
+    for name in names if names is not None else list(config.instances):
+        instance = config.instances.get(name)
+        if instance is None:
+            rows.append(
+                {
+                    "metric": name,
+                    "metric_type": "unknown",
+                    "metric_config": {},
+                    "score": None,
+                    "error": f"the expectation names metric instance {name!r}, which the "
+                    f"scoring config does not define (defined: {', '.join(config.instances)})",
+                    "details": {},
+                    **counts,
+                }
+            )
+            continue
+        result = instance.score(predicted, expected)
+        rows.append(
+            {
+                "metric": instance.name,
+                "metric_type": instance.type,
+                "metric_config": instance.options_dict(),
+                "score": result.value,
+                "error": result.error,
+                "details": dict(result.details),
+                **counts,
+            }
+        )
+    return tuple(rows), None
+
+
+def _call_rows(calls: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "position": c.position,
+            "name": c.name,
+            "arguments": c.arguments,
+            "arguments_raw": c.arguments_raw,
+            "arguments_ok": c.arguments_ok,
+            "call_id": c.call_id,
+            "trace_id": c.trace_id,
+            "span_id": c.span_id,
+            "convention": c.convention,
+        }
+        for c in calls
+    )
+
+
+def _compute_one(
+    conn: Connection,
+    row: Mapping[str, Any],
+    spans: Sequence[SpanRecord],
+    logs: Sequence[LogRecordData],
+    config: ScoringConfig,
+) -> _Computed:
+    base = {
+        "conversation_id": row["id"],
+        "trace_id": row["last_trace_id"],
+        "root_span_id": row["root_span_id"],
+    }
+    try:
+        rec = reconstruct(spans, logs)
+    except Exception as exc:  # a reconstruction bug must not stop the other conversations
+        return _Computed(status=STATUS_ERROR, error=f"reconstruction failed: {exc!r}", **base)
+    calls = _call_rows(rec.tool_calls)
+    expectation = match_expectation(
+        conn,
+        reference_id=row["reference_id"],
+        conversation_id=row["id"],
+        first_user_message=rec.first_user_message,
+    )
+    common = {"first_user_message": rec.first_user_message, "calls": calls, **base}
+    if expectation is None:
+        return _Computed(status=STATUS_UNMATCHED, **common)
+    names = list(expectation.metrics) if expectation.metrics is not None else None
+    rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
+    return _Computed(
+        status=STATUS_ERROR if error else STATUS_SCORED,
+        expectation_id=expectation.id,
+        expectation_version=expectation.version,
+        evaluations=rows,
+        error=error,
+        **common,
+    )
+
+
+def compute(conn: Connection, ids: Sequence[str], config: ScoringConfig) -> list[_Computed]:
+    """Reconstruct, match and score conversations ``ids`` (reads only)."""
+    c, ct = conversations.c, conversation_traces.c
+    rows: list[Mapping[str, Any]] = []
+    trace_conv: dict[str, str] = {}
+    for i in range(0, len(ids), _CHUNK):
+        chunk = ids[i : i + _CHUNK]
+        rows.extend(
+            dict(m)
+            for m in conn.execute(
+                select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(chunk))
+            ).mappings()
+        )
+        for trace_id, conv_id in conn.execute(
+            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(chunk))
+        ):
+            trace_conv[trace_id] = conv_id
+    spans: dict[str, list[SpanRecord]] = defaultdict(list)
+    logs: dict[str, list[LogRecordData]] = defaultdict(list)
+    trace_ids = sorted(trace_conv)
+    for span in load_spans(conn, trace_ids):
+        spans[trace_conv[span.trace_id]].append(span)
+    for log in load_logs(conn, trace_ids):
+        if log.trace_id in trace_conv:
+            logs[trace_conv[log.trace_id]].append(log)
+    return [_compute_one(conn, r, spans[r["id"]], logs[r["id"]], config) for r in rows]
+
+
+def write(
+    conn: Connection,
+    computed: Sequence[_Computed],
+    *,
+    now: dt.datetime,
+    claimed_by: str | None = None,
+    seen_ns: Mapping[str, int] | None = None,
+) -> list[ScoreOutcome]:
+    """Record a new revision for each computed conversation, in the caller's transaction.
+
+    With ``claimed_by``, only conversations still claimed by that worker are written (a claim
+    whose lease expired was taken over: the other worker's result wins) and the claim is
+    released; ``needs_scoring`` stays true when a span arrived after ``seen_ns`` was read.
+    """
+    if not computed:
+        return []
+    c = conversations.c
+    ids = [x.conversation_id for x in computed]
+    # This first statement is a write, so SQLite takes its write lock before anything is read.
+    lock = conversations.update().where(c.id.in_(ids))
+    if claimed_by is not None:
+        lock = lock.where(c.claimed_by == claimed_by)
+    owned: dict[str, int] = dict(
+        conn.execute(lock.values(revision=c.revision).returning(c.id, c.revision)).all()
+    )
+    todo = [x for x in computed if x.conversation_id in owned]
+    if not todo:
+        return []
+    todo_ids = [x.conversation_id for x in todo]
+    conn.execute(
+        evaluations.update()
+        .where(evaluations.c.conversation_id.in_(todo_ids), evaluations.c.is_current == true())
+        .values(is_current=false())
+    )
+    eval_rows, call_rows, conv_rows = [], [], []
+    outcomes = []
+    for x in todo:
+        rev = owned[x.conversation_id] + 1
+        for e in x.evaluations:
+            eval_rows.append(
+                {
+                    **e,
+                    "conversation_id": x.conversation_id,
+                    "revision": rev,
+                    "is_current": True,
+                    "trace_id": x.trace_id,
+                    "root_span_id": x.root_span_id,
+                    "expectation_id": x.expectation_id,
+                    "expectation_version": x.expectation_version,
+                    "created_at": now,
+                }
+            )
+        call_rows += [{**k, "conversation_id": x.conversation_id, "revision": rev} for k in x.calls]
+        seen = (seen_ns or {}).get(x.conversation_id)
+        conv_rows.append(
+            {
+                "b_id": x.conversation_id,
+                "b_status": x.status,
+                "b_revision": rev,
+                "b_scored_at": now,
+                "b_expectation_id": x.expectation_id,
+                "b_expectation_version": x.expectation_version,
+                "b_first_user_message": x.first_user_message,
+                "b_error": x.error,
+                "b_seen": seen if seen is not None else -1,
+                "b_release": seen is not None,
+            }
+        )
+        outcomes.append(
+            ScoreOutcome(
+                conversation_id=x.conversation_id,
+                status=x.status,
+                revision=rev,
+                expectation_id=x.expectation_id,
+                expectation_version=x.expectation_version,
+                scores={e["metric"]: e["score"] for e in x.evaluations},
+                error=x.error,
+            )
+        )
+    if eval_rows:
+        conn.execute(evaluations.insert(), eval_rows)
+    if call_rows:
+        conn.execute(tool_calls.insert(), call_rows)
+    release = bindparam("b_release", type_=Boolean())
+    conn.execute(
+        conversations.update()
+        .where(c.id == bindparam("b_id"))
+        .values(
+            status=bindparam("b_status"),
+            revision=bindparam("b_revision"),
+            scored_at=bindparam("b_scored_at"),
+            expectation_id=bindparam("b_expectation_id"),
+            expectation_version=bindparam("b_expectation_version"),
+            first_user_message=bindparam("b_first_user_message"),
+            error=bindparam("b_error"),
+            claimed_by=case((release, null()), else_=c.claimed_by),
+            claimed_until=case((release, null()), else_=c.claimed_until),
+            # A span that arrived while we scored keeps the conversation pending.
+            needs_scoring=case(
+                (release, c.last_span_received_ns != bindparam("b_seen")),
+                else_=c.needs_scoring,
+            ),
+        ),
+        conv_rows,
+    )
+    return outcomes
+
+
+def score_conversation(
+    engine_or_conn: Engine | Connection,
+    conversation_id: str,
+    config: ScoringConfig,
+    *,
+    now: dt.datetime,
+) -> ScoreOutcome | None:
+    """Score one conversation now, as a new revision (``None`` if it does not exist).
+
+    Does not look at claims and leaves ``needs_scoring`` as it is: for re-scoring on demand.
+    Given a connection, works in the caller's transaction; given an engine, commits its own.
+    """
+    if isinstance(engine_or_conn, Engine):
+        with engine_or_conn.connect() as read:
+            computed = compute(read, [conversation_id], config)
+            read.rollback()
+        with engine_or_conn.begin() as conn:
+            outcomes = write(conn, computed, now=now)
+    else:
+        computed = compute(engine_or_conn, [conversation_id], config)
+        outcomes = write(engine_or_conn, computed, now=now)
+    return outcomes[0] if outcomes else None
