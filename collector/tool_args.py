@@ -69,6 +69,10 @@ def _decode(value: object, *, raw: str | None, depth: int) -> DecodedArgs:
 
 def _from_mapping(value: Mapping[Any, Any], *, raw: str | None, depth: int) -> DecodedArgs:
     keys = set(value)
+    if keys == {"INVALID_JSON"}:  # Pydantic AI's args_as_json_str() for unparseable model output
+        inner = value["INVALID_JSON"]
+        text = inner if isinstance(inner, str) else _safe_str(inner)
+        return _from_string(text, raw=text, depth=_MAX_NESTING)
     if keys == _TRACELOOP_WRAPPER_KEYS and _is_traceloop_wrapper(value):
         # traceloop decorators: positional values lose their parameter names
         kwargs = value.get("kwargs") or {}

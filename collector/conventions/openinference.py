@@ -19,6 +19,7 @@ from collector.conventions.base import (
     ToolExecution,
     as_list,
     as_text,
+    maybe_json,
     norm_role,
     opt_str,
     unflatten,
@@ -62,6 +63,23 @@ def _message(raw: object) -> Message | None:
     return Message("assistant" if calls else role, as_text(content), tuple(calls), tool_call_id)
 
 
+def _tool_output(value: object) -> tuple[str | None, str | None]:
+    """The tool result text, and the call id when the output is a serialised LangChain ToolMessage.
+
+    LangChain tools invoked with a ToolCall return a ToolMessage, which the OpenInference tracer
+    writes as ``{"type": "tool", "data": {"content", "tool_call_id", ...}}``: the only place the
+    call id survives on the tool span.
+    """
+    if value is None:
+        return None, None
+    parsed = maybe_json(value)
+    if isinstance(parsed, Mapping) and parsed.get("type") == "tool":
+        data = parsed.get("data")
+        if isinstance(data, Mapping):
+            return as_text(data.get("content")), opt_str(data.get("tool_call_id"))
+    return as_text(value), None
+
+
 def _messages(value: Any) -> tuple[Message, ...]:
     out = [_message(m) for m in as_list(value)]
     return tuple(m for m in out if m is not None)
@@ -78,7 +96,7 @@ class OpenInference:
         kind = str(attrs.get(KIND) or "").upper()
         if kind == "TOOL":
             name = opt_str(attrs.get("tool.name")) or span.name
-            result = attrs.get("output.value")
+            result, output_call_id = _tool_output(attrs.get("output.value"))
             return [
                 ToolExecution(
                     convention=self.name,
@@ -87,8 +105,9 @@ class OpenInference:
                     start_ns=span.start_ns,
                     name=name,
                     arguments=attrs.get("input.value"),
-                    call_id=opt_str(attrs.get("tool.id") or attrs.get("tool_call.id")),
-                    result=None if result is None else as_text(result),
+                    call_id=opt_str(attrs.get("tool.id") or attrs.get("tool_call.id"))
+                    or output_call_id,
+                    result=result,
                     failed=span.status_code == 2,
                 )
             ]

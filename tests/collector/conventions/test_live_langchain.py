@@ -1,0 +1,203 @@
+"""Real LangChain runs under ``openinference-instrumentation-langchain`` reconstruct correctly.
+
+A fake chat model scripted with ``AIMessage`` tool calls drives a plain tool-calling loop (no
+network). Set ``TOOLSCORE_RECORD=1`` to refresh the saved copies in tests/fixtures/recorded/.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("openinference.instrumentation.langchain")
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import BaseTool, tool
+from openinference.instrumentation import using_session
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
+from collector.model import SpanRecord
+from collector.reconstruct import reconstruct
+from tests.collector.recording import RECORDED, save_recording, span_from_sdk
+
+QUESTION = "What's the weather in Paris and the time in Tokyo?"
+PARALLEL = [
+    {"name": "get_weather", "args": {"city": "Paris"}},
+    {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
+]
+
+
+@pytest.fixture(scope="module")
+def instrumented() -> Iterator[InMemorySpanExporter]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield memory
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+@pytest.fixture
+def exporter(instrumented: InMemorySpanExporter) -> InMemorySpanExporter:
+    instrumented.clear()
+    return instrumented
+
+
+class FakeToolModel(GenericFakeChatModel):
+    """The stock fake chat model, accepting ``bind_tools`` like a real provider model."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"18C in {city}"
+
+
+@tool
+def get_time(timezone: str) -> str:
+    """Local time in a timezone."""
+    return f"09:00 in {timezone}"
+
+
+TOOLS: dict[str, BaseTool] = {t.name: t for t in (get_weather, get_time)}
+
+
+def run_agent(
+    responses: list[AIMessage],
+    questions: list[str],
+    *,
+    session: str,
+    pass_tool_call: bool = True,
+) -> None:
+    """A minimal tool-calling agent; each question is one run (one trace)."""
+    model = FakeToolModel(messages=iter(responses)).bind_tools(list(TOOLS.values()))
+    history: list[BaseMessage] = []
+
+    def agent(question: str) -> str:
+        history.append(HumanMessage(question))
+        while True:
+            ai = model.invoke(history)
+            history.append(ai)
+            if not ai.tool_calls:
+                return str(ai.content)
+            for call in ai.tool_calls:
+                selected = TOOLS[call["name"]]
+                if pass_tool_call:  # returns a ToolMessage carrying the call id
+                    history.append(selected.invoke(call))
+                else:  # plain args: the tool span knows nothing of the call id
+                    from langchain_core.messages import ToolMessage
+
+                    output = selected.invoke(call["args"])
+                    history.append(ToolMessage(str(output), tool_call_id=call["id"] or ""))
+
+    with using_session(session):
+        for question in questions:
+            RunnableLambda(agent).invoke(question)
+
+
+def spans_of(exporter: InMemorySpanExporter) -> list[SpanRecord]:
+    return [span_from_sdk(s) for s in exporter.get_finished_spans()]
+
+
+def maybe_record(name: str, spans: list[SpanRecord], expected: list[dict[str, Any]]) -> None:
+    if os.environ.get("TOOLSCORE_RECORD") == "1":
+        note = f"Recorded from langchain-core + openinference-instrumentation-langchain; {name}."
+        save_recording(
+            RECORDED / f"langchain-openinference-{name}.json", spans, note=note, expected=expected
+        )
+
+
+def ai_calls(*calls: tuple[str, dict[str, Any], str]) -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls],
+    )
+
+
+def test_parallel_calls_with_tool_messages(exporter: InMemorySpanExporter) -> None:
+    responses = [
+        ai_calls(
+            ("get_weather", {"city": "Paris"}, "call_w1"),
+            ("get_time", {"timezone": "Asia/Tokyo"}, "call_t2"),
+        ),
+        AIMessage(content="18C and 09:00"),
+    ]
+    run_agent(responses, [QUESTION], session="sess-lc")
+    spans = spans_of(exporter)
+    result = reconstruct(spans)
+    assert [{"name": c.name, "args": c.arguments} for c in result.tool_calls] == PARALLEL
+    assert [c.call_id for c in result.tool_calls] == ["call_w1", "call_t2"]
+    tool_spans = {s.span_id for s in spans if s.attributes.get("openinference.span.kind") == "TOOL"}
+    assert {c.span_id for c in result.tool_calls} == tool_spans  # each attached to its tool span
+    assert [m["type"] for m in result.messages] == ["human", "ai", "tool", "tool", "ai"]
+    assert conversation_id_for_trace(spans, DEFAULT_CONVERSATION_KEYS) == "sess-lc"
+    assert result.warnings == ()
+    maybe_record("parallel", spans, PARALLEL)
+
+
+def test_tool_spans_without_call_id_attach_by_the_bare_argument_value(
+    exporter: InMemorySpanExporter,
+) -> None:
+    responses = [
+        ai_calls(
+            ("get_time", {"timezone": "Europe/Paris"}, "c1"),
+            ("get_time", {"timezone": "Asia/Tokyo"}, "c2"),
+        ),
+        AIMessage(content="done"),
+    ]
+    run_agent(responses, [QUESTION], session="sess-bare", pass_tool_call=False)
+    spans = spans_of(exporter)
+    inputs = [
+        s.attributes.get("input.value")
+        for s in spans
+        if s.attributes.get("openinference.span.kind") == "TOOL"
+    ]
+    assert inputs == ["Europe/Paris", "Asia/Tokyo"]  # the library loses the parameter name
+    result = reconstruct(spans)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("get_time", {"timezone": "Europe/Paris"}),
+        ("get_time", {"timezone": "Asia/Tokyo"}),
+    ]
+    by_input = {s.span_id: s.attributes.get("input.value") for s in spans}
+    assert [by_input[c.span_id or ""] for c in result.tool_calls] == ["Europe/Paris", "Asia/Tokyo"]
+    assert result.warnings == ()
+
+
+def test_multi_turn_over_two_traces(exporter: InMemorySpanExporter) -> None:
+    responses = [
+        ai_calls(("get_weather", {"city": "Paris"}, "c1")),
+        AIMessage(content="18C"),
+        ai_calls(("get_time", {"timezone": "Asia/Tokyo"}, "c2")),
+        AIMessage(content="09:00"),
+    ]
+    run_agent(responses, ["Weather in Paris?", "And the time in Tokyo?"], session="sess-mt")
+    spans = spans_of(exporter)
+    assert len({s.trace_id for s in spans}) == 2
+    result = reconstruct(spans[::-1])
+    assert [{"name": c.name, "args": c.arguments} for c in result.tool_calls] == PARALLEL
+    assert [m["type"] for m in result.messages] == [
+        "human",
+        "ai",
+        "tool",
+        "ai",
+        "human",
+        "ai",
+        "tool",
+        "ai",
+    ]
+    maybe_record("multi-turn", spans, PARALLEL)
