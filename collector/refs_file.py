@@ -239,6 +239,7 @@ class _Checker:
         if not isinstance(value, list):
             self.fail(record, p, f"must be a list of tool calls, got {_kind(value)}")
             return []
+        before = len(self.problems)
         calls: list[Any] = []
         for i, element in enumerate(value):
             if isinstance(element, list):
@@ -253,7 +254,6 @@ class _Checker:
                 calls.append(group)
             else:
                 calls.append(self.call(record, (*p, i), element))
-        before = len(self.problems)
         self.json_values(record, p, calls)
         if len(self.problems) == before:
             self.scorer_check(record, p, calls)
@@ -286,9 +286,13 @@ class _Checker:
         if parse_reference is None:
             return
         try:
-            parse_reference(calls)
+            parse_reference(calls, _format_path(p))
         except (ValueError, TypeError) as exc:
-            self.fail(record, p, str(exc))
+            # the scorer's message starts with the path we gave it
+            line = record.line if record.line is not None else record.locate(p)
+            where = self.source if line is None else f"{self.source}:{line}"
+            if len(self.problems) < MAX_PROBLEMS:
+                self.problems.append(Problem(where, str(exc)))
 
     def user_input(self, record: _Record, p: tuple[Segment, ...], value: Any) -> None:
         if isinstance(value, str):

@@ -40,10 +40,33 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.orm import Mapped, mapped_column
 
+from collector.conversation_keys import normalize_user_input
 from storage.base import Base
 
 # ``none_as_null``: a Python None is SQL NULL (the schema's "JSON NULL"), not the JSON ``null``.
 ExactJson = JSON(none_as_null=True)
+
+__all__ = [
+    "EXPECTATIONS",
+    "MATCH_IDS",
+    "Expectation",
+    "ExpectationData",
+    "ExpectationMatchId",
+    "ExpectationRow",
+    "ImportEntry",
+    "ImportReport",
+    "content_hash",
+    "find_by_conversation_id",
+    "find_by_id",
+    "find_by_user_input",
+    "get_latest",
+    "get_version",
+    "import_expectations",
+    "list_expectations",
+    "list_versions",
+    "match_expectation",
+    "normalize_user_input",  # the collector's, so matching and conversation keys agree
+]
 
 # Keeps each ``IN (...)`` list well under every driver's parameter limit.
 _LOOKUP_CHUNK = 500
@@ -156,15 +179,6 @@ class ImportReport:
     @property
     def unchanged(self) -> int:
         return self._count("unchanged")
-
-
-def normalize_user_input(text: str) -> str:
-    """Trim, fold every run of whitespace to one space, casefold.
-
-    Must give the same result as ``collector.conversation_keys.normalize_user_input`` (storage does
-    not import the collector; a test checks the two agree).
-    """
-    return " ".join(text.split()).casefold()
 
 
 def content_hash(item: ExpectationData) -> str:
