@@ -20,6 +20,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "collector.commands.db",
     "collector.commands.refs",
     "collector.commands.conversations",
+    "collector.commands.report",
+    "collector.commands.export",
+    "collector.commands.rescore",
 )
 
 

@@ -47,6 +47,8 @@ LABEL_ERROR = "error"  # the conversation could not be scored (score is NULL)
 DEFAULT_PASS_THRESHOLD = 1.0
 
 EXPLANATION_MAX_CHARS = 500
+MAX_REASONS = 3
+_TEXT_KEYS = ("explanation", "reason", "summary", "message", "note")
 
 
 def pass_label(score: float | None, threshold: float) -> str:
@@ -72,19 +74,32 @@ def explanation(
     predicted_count: int | None,
     expected_count: int | None,
 ) -> str:
-    """A short human sentence from the scorer's details (whatever their shape), never raising."""
+    """A short human sentence from the scorer's details (whatever their shape), never raising.
+
+    The scorer's ``reasons`` (a list of sentences) come first, then the call counts; details of
+    another shape are summarised as ``key=value`` pairs.
+    """
     parts: list[str] = []
     if error:
         parts.append(f"not scored: {error}")
+    found_text = False
     if isinstance(details, Mapping):
-        for key in ("explanation", "reason", "summary", "message", "note"):
+        reasons = details.get("reasons")
+        if isinstance(reasons, list | tuple):
+            texts = [r.strip() for r in reasons if isinstance(r, str) and r.strip()]
+            if texts:
+                found_text = True
+                shown = "; ".join(texts[:MAX_REASONS])
+                more = len(texts) - MAX_REASONS
+                parts.append(shown + (f" (+{more} more)" if more > 0 else ""))
+        for key in _TEXT_KEYS:
             text = details.get(key)
-            if isinstance(text, str) and text.strip():
+            if not found_text and isinstance(text, str) and text.strip():
                 parts.append(text.strip())
-                break
+                found_text = True
     counts = f"{_count(predicted_count)} predicted vs {_count(expected_count)} expected tool calls"
-    parts.append(counts if score is None else f"score {score:.3g}; {counts}")
-    if isinstance(details, Mapping):
+    parts.append(counts if score is None else f"score {score:.3g}: {counts}")
+    if isinstance(details, Mapping) and not found_text:
         extras = _detail_summary(details)
         if extras:
             parts.append(extras)
@@ -102,7 +117,7 @@ def _detail_summary(details: Mapping[str, Any]) -> str:
     """Scalar details (and lengths of list details) as ``key=value``, in the scorer's order."""
     items: list[str] = []
     for key, value in details.items():
-        if key in ("explanation", "reason", "summary", "message", "note"):
+        if key in _TEXT_KEYS or key in ("predicted_count", "expected_count", "reasons"):
             continue
         if isinstance(value, bool | int | float | str) and len(str(value)) <= 60:
             items.append(f"{key}={value}")

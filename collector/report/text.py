@@ -1,0 +1,78 @@
+"""The terminal summary: one line per expectation and metric, then the worst conversations."""
+
+from __future__ import annotations
+
+from collector.report.data import Report, Series
+
+SPARK = "▁▂▃▄▅▆▇█"
+TREND_FLAT = 0.005  # |trend| below this reads as flat
+
+
+def sparkline(series: Series) -> str:
+    """Daily means as block characters on a fixed 0..1 scale (gaps as spaces)."""
+    out = []
+    for p in series.points:
+        if p.mean is None:
+            out.append(" ")
+        else:
+            out.append(SPARK[min(len(SPARK) - 1, int(p.mean * len(SPARK)))])
+    return "".join(out)
+
+
+def trend_text(trend: float | None) -> str:
+    if trend is None:
+        return "n/a"
+    if abs(trend) < TREND_FLAT:
+        return "→ flat"
+    return f"{'↑' if trend > 0 else '↓'} {trend:+.3f}"
+
+
+def _num(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 100:.1f}%" if percent else f"{value:.3f}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_text(report: Report, width: int = 100) -> str:
+    lines = [
+        f"toolscore report: {report.since.isoformat()} .. {report.until.isoformat()} "
+        "(UTC days of the conversations; current scores)",
+        "",
+    ]
+    if not report.series:
+        lines.append("No scored conversations in this period.")
+        return "\n".join(lines) + "\n"
+    header = ("expectation", "metric", "evals", "scored", "mean", "pass", "trend", "daily mean")
+    rows = [
+        (
+            s.expectation_id,
+            s.metric,
+            str(s.evaluations),
+            str(s.scored),
+            _num(s.mean),
+            _num(s.pass_rate, percent=True),
+            trend_text(s.trend),
+            sparkline(s),
+        )
+        for s in report.series
+    ]
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    right = {2, 3, 4, 5}
+    for r in (header, *rows):
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    if report.worst:
+        lines += ["", "Worst conversations (failing or not scored):"]
+        for w in report.worst:
+            score = "error" if w.score is None else f"{w.score:.3f}"
+            head = f"  {score:>6}  {w.conversation_id}  {w.expectation_id}/{w.metric}  {w.day}"
+            lines.append(_cut(head, width))
+            lines.append(_cut(f"          {w.explanation}", width))
+    return "\n".join(lines) + "\n"
