@@ -1,0 +1,186 @@
+"""ToolCallAccuracy: Ragas 0.4.3 by default, extended by explicit order/length/comparator options.
+
+The computation mirrors ``ragas.metrics.ToolCallAccuracy._multi_turn_ascore`` step by step
+(same summation order, same divisions) so default scores are bit-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from scorer.arguments import ArgumentPolicy, arg_score_detailed, exact_arg_score
+from scorer.explain import format_call
+from scorer.model import Reference, ToolCall
+from scorer.pairing import Pairing, grouped, in_order, optimal, sort_key, sorted_pairs, subsequence
+
+ORDERS = ("strict", "flexible", "unordered", "subsequence", "grouped")
+LENGTH_POLICIES = ("zero", "prefix")
+
+
+def flatten(reference: Reference) -> tuple[list[ToolCall], list[list[int]], bool]:
+    """Reference calls in order, the indices of each group, and whether any group was given."""
+    calls: list[ToolCall] = []
+    groups: list[list[int]] = []
+    has_groups = False
+    for item in reference:
+        if isinstance(item, ToolCall):
+            groups.append([len(calls)])
+            calls.append(item)
+        else:
+            has_groups = True
+            groups.append(list(range(len(calls), len(calls) + len(item))))
+            calls.extend(item)
+    return calls, groups, has_groups
+
+
+def ragas_accuracy(pred: Sequence[ToolCall], ref: Sequence[ToolCall], strict: bool) -> float:
+    """The default metric's value alone: Ragas's algorithm with the exact comparator."""
+    if not pred:
+        return 1.0 if not ref else 0.0
+    if not ref or len(pred) != len(ref):
+        return 0.0
+    if not strict:
+        pred = sorted(pred, key=sort_key)
+        ref = sorted(ref, key=sort_key)
+    score = 0.0
+    for r, p in zip(ref, pred, strict=True):
+        if r.name != p.name:  # the sequence gate (sorted by name first when flexible)
+            return 0.0
+        score += exact_arg_score(p.args, r.args)
+    return score / len(ref)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallAccuracy:
+    order: str = "strict"
+    length_mismatch: str = "zero"
+    arguments: ArgumentPolicy = field(default_factory=ArgumentPolicy)
+
+    type: ClassVar[str] = "tool_call_accuracy"
+
+    @property
+    def is_ragas_default(self) -> bool:
+        return (
+            self.order in ("strict", "flexible")
+            and self.length_mismatch == "zero"
+            and self.arguments.is_exact
+        )
+
+    def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
+        if self.is_ragas_default and all(isinstance(r, ToolCall) for r in reference):
+            return ragas_accuracy(predicted, reference, self.order == "strict")  # type: ignore[arg-type]
+        return self.evaluate(predicted, reference)[0]
+
+    def evaluate(
+        self, predicted: Sequence[ToolCall], reference: Reference
+    ) -> tuple[float, dict[str, Any]]:
+        """The score and its explanation."""
+        ref, groups, has_groups = flatten(reference)
+        n_p, n_r = len(predicted), len(ref)
+        details: dict[str, Any] = {"predicted_count": n_p, "expected_count": n_r}
+        reasons: list[str] = []
+        if has_groups and self.order != "grouped":
+            reasons.append(f"reference groups read as one ordered list (order: {self.order})")
+        if not n_p or not n_r:
+            if not n_p and not n_r:
+                value = 1.0
+            elif not n_p:
+                value = 0.0
+                reasons.append(f"no tool calls were made; {n_r} expected")
+            elif self.order == "subsequence":
+                value = 1.0
+                reasons.append(f"{n_p} extra calls (allowed by subsequence)")
+            else:
+                value = 0.0
+                reasons.append(f"the reference expects no tool calls, but {n_p} were made")
+            details.update(
+                aligned=value == 1.0,
+                pairs=[],
+                unmatched_expected=list(range(n_r)),
+                unmatched_predicted=list(range(n_p)),
+                reasons=reasons,
+            )
+            return value, details
+        cache: dict[tuple[int, int], tuple[float, dict[str, float]]] = {}
+
+        def pair_detail(r: int, p: int) -> tuple[float, dict[str, float]]:
+            found = cache.get((r, p))
+            if found is None:
+                found = cache[(r, p)] = arg_score_detailed(predicted[p], ref[r], self.arguments)
+            return found
+
+        def pair_score(r: int, p: int) -> float:
+            return pair_detail(r, p)[0]
+
+        pairing = self._pair(predicted, ref, groups, pair_score)
+        score = 0.0
+        pairs: list[dict[str, Any]] = []
+        for r, p in pairing.pairs:
+            expected, got = ref[r], predicted[p]
+            if expected.name != got.name:
+                continue
+            one, per_arg = pair_detail(r, p)
+            score += one
+            pair = {"expected": r, "predicted": p, "name": expected.name, "score": one}
+            pair["args"] = per_arg
+            pairs.append(pair)
+            if one < 1.0:
+                reasons.append(_pair_reason(expected, got, per_arg))
+        score /= n_r
+        compared = min(n_p, n_r)
+        if compared < n_r:
+            coverage = compared / n_r
+            score *= coverage
+            if pairing.aligned:
+                details["coverage"] = coverage
+                reasons.append(f"only {compared} of {n_r} expected calls could be compared")
+        if not pairing.aligned:
+            score = 0.0
+            reasons.insert(0, pairing.reason or "the call sequences are not aligned")
+        matched_r = {d["expected"] for d in pairs}
+        matched_p = {d["predicted"] for d in pairs}
+        unmatched_expected = [r for r in range(n_r) if r not in matched_r]
+        unmatched_predicted = [p for p in range(n_p) if p not in matched_p]
+        for r in unmatched_expected:
+            reasons.append(f"expected {format_call(ref[r])} was not matched by any call")
+        for p in unmatched_predicted:
+            extra = " (allowed by subsequence)" if self.order == "subsequence" else ""
+            reasons.append(f"unexpected call {format_call(predicted[p])}{extra}")
+        details.update(
+            aligned=pairing.aligned,
+            pairs=pairs,
+            unmatched_expected=unmatched_expected,
+            unmatched_predicted=unmatched_predicted,
+            reasons=reasons,
+        )
+        return min(1.0, max(0.0, score)), details
+
+    def _pair(
+        self,
+        predicted: Sequence[ToolCall],
+        ref: Sequence[ToolCall],
+        groups: Sequence[Sequence[int]],
+        pair_score: Any,
+    ) -> Pairing:
+        prefix = self.length_mismatch == "prefix"
+        if self.order == "strict":
+            return in_order(predicted, ref, prefix)
+        if self.order == "flexible":
+            return sorted_pairs(predicted, ref, prefix)
+        if self.order == "unordered":
+            return optimal(predicted, ref, prefix, pair_score)
+        if self.order == "subsequence":
+            return subsequence(predicted, ref, prefix, pair_score)
+        return grouped(predicted, groups, ref, prefix, pair_score)
+
+    def options(self) -> dict[str, Any]:
+        return {"order": self.order, "length_mismatch": self.length_mismatch}
+
+
+def _pair_reason(expected: ToolCall, got: ToolCall, per_arg: dict[str, float]) -> str:
+    if not expected.args:
+        return f"expected {expected.name}() without arguments, got {format_call(got)}"
+    lost = [k for k, s in per_arg.items() if s < 1.0]
+    return f"expected {format_call(expected, lost)}, got {format_call(got, lost)}"

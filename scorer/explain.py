@@ -1,0 +1,31 @@
+"""Human-readable renderings of calls and arguments for explanations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scorer.model import ToolCall
+
+_MAX_VALUE = 80
+
+
+def format_value(value: Any) -> str:
+    text = repr(value)
+    if len(text) > _MAX_VALUE:
+        return text[: _MAX_VALUE - 3] + "..."
+    return text
+
+
+def format_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
+    names = args.keys() if keys is None else keys
+    return ", ".join(f"{k}={format_value(args[k])}" if k in args else f"{k} missing" for k in names)
+
+
+def format_call(call: ToolCall, keys: Iterable[str] | None = None) -> str:
+    """``get_time(timezone='Asia/Tokyo')``; with ``keys``, only those arguments."""
+    return f"{call.name}({format_args(call.args, keys)})"
+
+
+def format_names(calls: Iterable[ToolCall]) -> str:
+    return "[" + ", ".join(c.name for c in calls) + "]"

@@ -1,0 +1,80 @@
+"""ToolCallF1: Ragas 0.4.3's set-based F1 over (name, arguments), rounded to 4 decimals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from scorer.accuracy import flatten
+from scorer.explain import format_call
+from scorer.model import Reference, ToolCall
+
+
+def make_hashable(obj: Any) -> Any:
+    """Ragas's ``_make_hashable``: dicts → frozensets of items, lists/tuples → tuples."""
+    if isinstance(obj, dict):
+        return frozenset((k, make_hashable(v)) for k, v in obj.items())
+    if isinstance(obj, list | tuple):
+        return tuple(make_hashable(item) for item in obj)
+    if isinstance(obj, set):
+        return frozenset(make_hashable(item) for item in obj)
+    return obj
+
+
+def _key(call: ToolCall) -> tuple[str, Any]:
+    return (call.name, make_hashable(call.args))
+
+
+def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
+    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
+    return precision, recall, round(f1, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallF1:
+    type: ClassVar[str] = "tool_call_f1"
+
+    def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
+        expected = {_key(c) for c in flatten(reference)[0]}
+        actual = {_key(c) for c in predicted}
+        tp = len(actual & expected)
+        return _f1(tp, len(actual) - tp, len(expected) - tp)[2]
+
+    def evaluate(
+        self, predicted: Sequence[ToolCall], reference: Reference
+    ) -> tuple[float, dict[str, Any]]:
+        ref = flatten(reference)[0]
+        expected = {_key(c) for c in ref}
+        actual = {_key(c) for c in predicted}
+        tp = len(actual & expected)
+        fp, fn = len(actual) - tp, len(expected) - tp
+        precision, recall, f1 = _f1(tp, fp, fn)
+        reasons = [f"expected {c} was not called" for c in _distinct_outside(ref, actual)]
+        reasons += [f"unexpected call {c}" for c in _distinct_outside(predicted, expected)]
+        if not expected and not actual:
+            reasons.append("no calls expected and none made: F1 is 0 by definition")
+        return f1, {
+            "true_positives": tp,
+            "false_positives": fp,
+            "false_negatives": fn,
+            "precision": precision,
+            "recall": recall,
+            "reasons": reasons,
+        }
+
+    def options(self) -> dict[str, Any]:
+        return {}
+
+
+def _distinct_outside(calls: Iterable[ToolCall], other: set[tuple[str, Any]]) -> list[str]:
+    seen: set[tuple[str, Any]] = set()
+    out: list[str] = []
+    for call in calls:
+        key = _key(call)
+        if key not in other and key not in seen:
+            seen.add(key)
+            out.append(format_call(call))
+    return out

@@ -1,0 +1,196 @@
+"""Order modes: which predicted call each reference call is compared with, and the gate.
+
+Every function returns a :class:`Pairing` of ``(reference index, predicted index)`` pairs in the
+order their scores are summed, and whether the *gate* passed (a failed gate scores 0).
+``prefix`` means ``length_mismatch: prefix``: the gate only looks at the compared calls.
+``score(r, p)`` is the argument score of reference ``r`` against predicted ``p`` (same name).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scorer.assignment import max_weight_assignment
+from scorer.explain import format_names
+from scorer.model import ToolCall
+
+PairScore = Callable[[int, int], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    pairs: tuple[tuple[int, int], ...]
+    aligned: bool
+    reason: str | None = None
+
+
+def sort_key(call: ToolCall) -> tuple[str, ...]:
+    """Ragas's ``_sorted_key_for_tool_call``: name, then sorted ``(arg, str(value))`` pairs."""
+    key = [call.name]
+    args = call.args
+    for name in sorted(args):
+        key.append(name)
+        key.append(str(args[name]))
+    return tuple(key)
+
+
+def _length_reason(n_pred: int, n_ref: int) -> str:
+    return f"expected {n_ref} calls, got {n_pred} (length_mismatch: zero scores 0)"
+
+
+def in_order(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> Pairing:
+    """``strict``: the i-th reference call against the i-th predicted call."""
+    m = min(len(pred), len(ref))
+    pairs = tuple((i, i) for i in range(m))
+    if not prefix and len(pred) != len(ref):
+        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+    for i in range(m):
+        if pred[i].name != ref[i].name:
+            return Pairing(
+                pairs,
+                False,
+                f"tool names differ at position {i}: expected {format_names(ref[:m])}, "
+                f"got {format_names(pred[:m])}",
+            )
+    return Pairing(pairs, True)
+
+
+def _sorted_indices(calls: Sequence[ToolCall]) -> list[int]:
+    # Python's sort is stable, so this is the permutation Ragas's sorted() applies.
+    keys = [sort_key(c) for c in calls]
+    return sorted(range(len(calls)), key=keys.__getitem__)
+
+
+def sorted_pairs(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> Pairing:
+    """``flexible``: both lists sorted by :func:`sort_key`, then compared position by position."""
+    p_order, r_order = _sorted_indices(pred), _sorted_indices(ref)
+    m = min(len(pred), len(ref))
+    pairs = tuple((r_order[i], p_order[i]) for i in range(m))
+    if not prefix and len(pred) != len(ref):
+        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+    for r, p in pairs:
+        if pred[p].name != ref[r].name:
+            return Pairing(
+                pairs,
+                False,
+                "tool names differ (any order): expected "
+                f"{format_names(sorted((ref[i] for i in r_order[:m]), key=sort_key))}, got "
+                f"{format_names(sorted((pred[i] for i in p_order[:m]), key=sort_key))}",
+            )
+    return Pairing(pairs, True)
+
+
+def _assign(
+    r_idx: Sequence[int],
+    p_idx: Sequence[int],
+    pred: Sequence[ToolCall],
+    ref: Sequence[ToolCall],
+    score: PairScore,
+) -> list[tuple[int, int]]:
+    """Optimal pairs between two index sets; pairs with different names are dropped."""
+    if not r_idx or not p_idx:
+        return []
+    weights = [[score(r, p) if ref[r].name == pred[p].name else 0.0 for p in p_idx] for r in r_idx]
+    return [
+        (r_idx[i], p_idx[j])
+        for i, j in max_weight_assignment(weights)
+        if ref[r_idx[i]].name == pred[p_idx[j]].name
+    ]
+
+
+def optimal(
+    pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool, score: PairScore
+) -> Pairing:
+    """``unordered``: the pairing that maximises the total argument score; no name gate."""
+    pairs = tuple(_assign(range(len(ref)), range(len(pred)), pred, ref, score))
+    if not prefix and len(pred) != len(ref):
+        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+    return Pairing(pairs, True)
+
+
+def subsequence(
+    pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool, score: PairScore
+) -> Pairing:
+    """``subsequence``: reference calls in order inside the predicted calls (extras allowed).
+
+    Dynamic programming over an order-preserving matching of equal names that maximises first
+    the number of reference calls found, then their total argument score.
+    """
+    n_r, n_p = len(ref), len(pred)
+    # best[i][j]: (count, total) for ref[i:], pred[j:]
+    # choice[i][j]: 0 skip the predicted call, 1 skip the reference call, 2 pair them
+    best: list[list[tuple[int, float]]] = [[(0, 0.0)] * (n_p + 1) for _ in range(n_r + 1)]
+    choice: list[list[int]] = [[0] * (n_p + 1) for _ in range(n_r + 1)]
+    for i in range(n_r - 1, -1, -1):
+        for j in range(n_p - 1, -1, -1):
+            options: list[tuple[tuple[int, float], int]] = [
+                (best[i][j + 1], 0),
+                (best[i + 1][j], 1),
+            ]
+            if ref[i].name == pred[j].name:
+                count, total = best[i + 1][j + 1]
+                options.append(((count + 1, total + score(i, j)), 2))
+            best[i][j], choice[i][j] = max(options, key=lambda o: o[0])
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n_r and j < n_p:
+        step = choice[i][j]
+        if step == 2:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif step == 1:
+            i += 1
+        else:
+            j += 1
+    if not prefix and len(pairs) < n_r:
+        found = {r for r, _ in pairs}
+        missing = [ref[r].name for r in range(n_r) if r not in found]
+        return Pairing(
+            tuple(pairs),
+            False,
+            f"the reference calls are not a subsequence of the predicted calls "
+            f"(not found in order: {', '.join(missing)})",
+        )
+    return Pairing(tuple(pairs), True)
+
+
+def grouped(
+    pred: Sequence[ToolCall],
+    groups: Sequence[Sequence[int]],
+    ref: Sequence[ToolCall],
+    prefix: bool,
+    score: PairScore,
+) -> Pairing:
+    """``grouped``: consecutive predicted calls fill each group, in any order inside a group.
+
+    ``groups`` lists the (flattened) reference indices of each group, groups in order.
+    """
+    n_ref = len(ref)
+    pairs: list[tuple[int, int]] = []
+    reason: str | None = None
+    start = 0
+    for g, members in enumerate(groups):
+        segment = list(range(start, min(start + len(members), len(pred))))
+        start += len(members)
+        if not segment:
+            break
+        expected_names: Counter[str] = Counter(ref[r].name for r in members)
+        got_names: Counter[str] = Counter(pred[p].name for p in segment)
+        complete = len(segment) == len(members)
+        names_ok = got_names == expected_names if complete else not (got_names - expected_names)
+        if not names_ok and reason is None:
+            reason = (
+                f"group {g}: expected {_names(expected_names)} in any order, "
+                f"got {_names(got_names)}"
+            )
+        pairs.extend(_assign(members, segment, pred, ref, score))
+    if not prefix and len(pred) != n_ref:
+        return Pairing(tuple(pairs), False, _length_reason(len(pred), n_ref))
+    return Pairing(tuple(pairs), reason is None, reason)
+
+
+def _names(counter: Counter[Any]) -> str:
+    return "[" + ", ".join(sorted(counter.elements())) + "]"

@@ -1,0 +1,192 @@
+"""Reading Ragas ``MultiTurnSample`` JSON into :class:`Sample`.
+
+Accepts exactly what Ragas 0.4.3 accepts (its pydantic models and the ``user_input`` validator)
+and refuses the rest with a :class:`SampleError` naming the offending path. One extension: a
+``reference_tool_calls`` entry may be a list of calls, a *group* for ``order: grouped``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scorer.model import Message, Reference, ReferenceItem, Sample, SampleError, ToolCall
+
+_MESSAGE_TYPES = ("human", "ai", "tool")
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _fail(path: str, problem: str) -> SampleError:
+    return SampleError(f"{path}: {problem}")
+
+
+def parse_tool_call(obj: object, path: str) -> ToolCall:
+    """One ``{"name": str, "args": {...}}`` object (other keys are ignored, as Ragas does)."""
+    if type(obj) is not dict:
+        raise _fail(path, f"a tool call must be an object, got {_describe(obj)}")
+    name = obj.get("name")
+    args = obj.get("args")
+    if type(name) is not str:
+        if "name" not in obj:
+            raise _fail(f"{path}.name", "missing")
+        raise _fail(f"{path}.name", f"must be a string, got {_describe(name)}")
+    if type(args) is not dict:
+        if "args" not in obj:
+            raise _fail(f"{path}.args", "missing (use {} for a call without arguments)")
+        raise _fail(f"{path}.args", f"must be an object, got {_describe(args)}")
+    return ToolCall(name, args)
+
+
+def _parse_tool_calls(value: object, path: str) -> tuple[ToolCall, ...]:
+    if type(value) is not list:
+        raise _fail(path, f"must be an array of tool calls, got {_describe(value)}")
+    return tuple([parse_tool_call(tc, f"{path}[{i}]") for i, tc in enumerate(value)])
+
+
+def _parse_message(obj: object, path: str) -> Message:
+    if type(obj) is not dict:
+        raise _fail(path, f"a message must be an object, got {_describe(obj)}")
+    kind = obj.get("type")
+    if kind is None and "type" not in obj:
+        # pydantic's smart union: without "type", a message with "tool_calls" is an AIMessage
+        # if it validates as one, otherwise a HumanMessage (extra keys ignored).
+        if "tool_calls" in obj:
+            try:
+                return _parse_message({**obj, "type": "ai"}, path)
+            except SampleError:
+                pass
+        kind = "human"
+    elif kind not in _MESSAGE_TYPES:
+        raise _fail(
+            f"{path}.type",
+            f"unknown message type {kind!r} (expected 'human', 'ai' or 'tool')",
+        )
+    content = obj.get("content")
+    if type(content) is not str:
+        if "content" not in obj:
+            raise _fail(f"{path}.content", "missing")
+        raise _fail(f"{path}.content", f"must be a string, got {_describe(content)}")
+    metadata = obj.get("metadata")
+    if metadata is not None and type(metadata) is not dict:
+        raise _fail(f"{path}.metadata", f"must be an object or null, got {_describe(metadata)}")
+    tool_calls = None
+    if kind == "ai":
+        raw_calls = obj.get("tool_calls")
+        if raw_calls is not None:
+            tool_calls = _parse_tool_calls(raw_calls, f"{path}.tool_calls")
+    return Message(kind, content, tool_calls, metadata)
+
+
+def _check_tool_message_order(messages: tuple[Message, ...]) -> None:
+    """Ragas's ``MultiTurnSample.validate_user_input`` rules for tool messages."""
+    seen_ai = False
+    previous: Message | None = None
+    for i, message in enumerate(messages):
+        if message.type == "ai":
+            seen_ai = True
+        elif message.type == "tool":
+            if not seen_ai:
+                raise _fail(f"user_input[{i}]", "a tool message must come after an ai message")
+            if previous is not None:
+                if previous.type == "ai" and not previous.tool_calls:
+                    raise _fail(
+                        f"user_input[{i}]",
+                        "a tool message must follow an ai message that called tools",
+                    )
+                if previous.type == "human":
+                    raise _fail(
+                        f"user_input[{i}]",
+                        "a tool message must follow an ai message or another tool message",
+                    )
+        previous = message
+
+
+def parse_reference(obj: object, path: str = "reference_tool_calls") -> Reference:
+    """A ``reference_tool_calls`` value: calls, or groups of calls (arrays) for ``grouped``."""
+    if type(obj) is not list:
+        raise _fail(path, f"must be an array of tool calls, got {_describe(obj)}")
+    items: list[ReferenceItem] = []
+    for i, item in enumerate(obj):
+        if type(item) is list:
+            if not item:
+                raise _fail(f"{path}[{i}]", "a group of calls must not be empty")
+            items.append(_parse_tool_calls(item, f"{path}[{i}]"))
+        else:
+            items.append(parse_tool_call(item, f"{path}[{i}]"))
+    return tuple(items)
+
+
+def _check_optional_fields(obj: Mapping[str, Any]) -> None:
+    """The other ``MultiTurnSample`` fields: Ragas refuses the sample when they are mistyped."""
+    reference = obj.get("reference")
+    if reference is not None and type(reference) is not str:
+        raise _fail("reference", f"must be a string or null, got {_describe(reference)}")
+    rubrics = obj.get("rubrics")
+    if rubrics is not None:
+        if type(rubrics) is not dict:
+            raise _fail("rubrics", f"must be an object or null, got {_describe(rubrics)}")
+        for key, value in rubrics.items():
+            if type(value) is not str:
+                raise _fail(f"rubrics.{key}", f"must be a string, got {_describe(value)}")
+    topics = obj.get("reference_topics")
+    if topics is not None:
+        if type(topics) is not list:
+            raise _fail("reference_topics", f"must be an array or null, got {_describe(topics)}")
+        for i, topic in enumerate(topics):
+            if type(topic) is not str:
+                raise _fail(f"reference_topics[{i}]", f"must be a string, got {_describe(topic)}")
+
+
+def parse_sample(obj: object, *, line: int | None = None) -> Sample:
+    """Build a :class:`Sample` from decoded JSON, or raise :class:`SampleError`.
+
+    ``line`` (1-based) is only used to prefix error messages.
+    """
+    try:
+        return _parse_sample(obj)
+    except SampleError as exc:
+        if line is None:
+            raise
+        raise SampleError(f"line {line}: {exc}") from None
+
+
+def _parse_sample(obj: object) -> Sample:
+    if type(obj) is not dict:
+        raise SampleError(f"a sample must be a JSON object, got {_describe(obj)}")
+    raw_messages = obj.get("user_input")
+    if type(raw_messages) is not list:
+        if raw_messages is None and "user_input" not in obj:
+            raise _fail("user_input", "missing")
+        raise _fail(
+            "user_input",
+            f"must be an array of messages, got {_describe(raw_messages)}",
+        )
+    messages = tuple([_parse_message(m, f"user_input[{i}]") for i, m in enumerate(raw_messages)])
+    predicted: list[ToolCall] = []
+    has_tool_message = False
+    for message in messages:
+        if message.tool_calls:
+            predicted.extend(message.tool_calls)
+        elif message.type == "tool":
+            has_tool_message = True
+    if has_tool_message:
+        _check_tool_message_order(messages)
+    raw_reference = obj.get("reference_tool_calls")
+    reference = None if raw_reference is None else parse_reference(raw_reference)
+    _check_optional_fields(obj)
+    return Sample(obj.get("id"), messages, tuple(predicted), reference)
