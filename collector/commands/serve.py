@@ -101,6 +101,9 @@ def register(subparsers: Any) -> None:
         metavar="LEVEL",
         help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
     )
+    from collector.pipeline.options import add_arguments as add_pipeline_arguments
+
+    add_pipeline_arguments(parser)  # --settle, --root-idle, --conversation-key, ...
     parser.set_defaults(handler=handle)
 
 
@@ -108,7 +111,15 @@ def extensions(
     args: argparse.Namespace, environ: Mapping[str, str], settings: Settings
 ) -> list[ExtensionFactory]:
     """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
-    return []
+    from collector.app import StartupError
+    from collector.pipeline.extension import pipeline_extension
+    from collector.pipeline.options import PipelineOptionError, options_from
+
+    try:
+        pipeline = pipeline_extension(options_from(args, environ))
+    except PipelineOptionError as exc:
+        raise StartupError(str(exc)) from exc
+    return [pipeline]
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -70,8 +70,10 @@ class PipelineWorker:
         poll_s: float = 1.0,
         worker_id: str | None = None,
         clock_ns: Callable[[], int] = time.time_ns,
+        observer: Callable[[list[ScoreOutcome], list[float]], None] | None = None,
     ) -> None:
         self.engine = engine
+        self._observer = observer
         self.config = config
         self.timing = timing or Timing()
         self.batch_size = batch_size
@@ -167,5 +169,8 @@ class PipelineWorker:
         with self.engine.begin() as conn:
             outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
         done_ns = self._clock_ns()
-        self.stats.record(outcomes, [(done_ns - seen[o.conversation_id]) / NS for o in outcomes])
+        latencies = [(done_ns - seen[o.conversation_id]) / NS for o in outcomes]
+        self.stats.record(outcomes, latencies)
+        if self._observer is not None:
+            self._observer(outcomes, latencies)
         return len(claimed), None

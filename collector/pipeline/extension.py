@@ -1,0 +1,62 @@
+"""Plugs the pipeline into ``serve``: the ingest hook, the worker component and its metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import Counter, Histogram
+
+from collector.app import AppContext, Extension, ExtensionFactory
+from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
+from collector.pipeline.assign import AssignConfig
+from collector.pipeline.claim import Timing
+from collector.pipeline.hook import ConversationHook
+from collector.pipeline.options import PipelineOptions
+from collector.pipeline.score import ScoreOutcome
+from collector.pipeline.worker import PipelineWorker
+from scorer import ScoringConfig, default_config
+
+
+class PipelineMetrics:
+    """``/metrics`` counters of the pipeline, registered on the app's registry."""
+
+    def __init__(self, registry: object) -> None:
+        self.conversations = Counter(
+            "toolscore_pipeline_conversations",
+            "Conversation scorings by outcome (scored, unmatched, error).",
+            ["status"],
+            registry=registry,  # type: ignore[arg-type]
+        )
+        self.latency = Histogram(
+            "toolscore_pipeline_scoring_latency_seconds",
+            "Time from a conversation's last span to its evaluation rows.",
+            buckets=(0.5, 1, 2, 3, 5, 7, 10, 15, 30, 60, 120),
+            registry=registry,  # type: ignore[arg-type]
+        )
+
+    def observe(self, outcomes: Sequence[ScoreOutcome], latencies: Sequence[float]) -> None:
+        for outcome in outcomes:
+            self.conversations.labels(outcome.status).inc()
+        for seconds in latencies:
+            self.latency.observe(seconds)
+
+
+def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
+    def build(ctx: AppContext) -> Extension:
+        if not options.enabled:
+            return Extension()
+        config: ScoringConfig = ctx.scoring_config or default_config()
+        timing = Timing(settle_s=options.settle_s, idle_s=options.root_idle_s)
+        metrics = PipelineMetrics(ctx.metrics.registry)
+        worker = PipelineWorker(ctx.engine, config, timing=timing, observer=metrics.observe)
+        hook = ConversationHook(
+            AssignConfig(
+                conversation_keys=options.conversation_keys or DEFAULT_CONVERSATION_KEYS,
+                reference_key=options.reference_key or DEFAULT_REFERENCE_KEY,
+            ),
+            timing,
+            notify=worker.notify,
+        )
+        return Extension(hooks=[hook], components=[worker])
+
+    return build

@@ -1,0 +1,106 @@
+"""``serve`` flags of the scoring pipeline (light: imported when the CLI parser is built)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ENV_SETTLE = "TOOLSCORE_SETTLE"
+ENV_ROOT_IDLE = "TOOLSCORE_ROOT_IDLE"
+ENV_CONVERSATION_KEYS = "TOOLSCORE_CONVERSATION_KEYS"
+ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
+DEFAULT_SETTLE_S = 5.0
+DEFAULT_ROOT_IDLE_S = 1.0
+
+
+class PipelineOptionError(ValueError):
+    """A pipeline flag or environment variable has an invalid value."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOptions:
+    enabled: bool = True
+    settle_s: float = DEFAULT_SETTLE_S
+    root_idle_s: float = DEFAULT_ROOT_IDLE_S
+    conversation_keys: tuple[str, ...] | None = None  # None: the built-in list
+    reference_key: str | None = None  # None: toolscore.reference.id
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add(
+        "--settle",
+        type=float,
+        metavar="SECONDS",
+        help="a conversation is complete (and scored) when no span arrived for this long "
+        f"(env {ENV_SETTLE}; default {DEFAULT_SETTLE_S:g})",
+    )
+    add(
+        "--root-idle",
+        type=float,
+        metavar="SECONDS",
+        help="sooner for a single-trace conversation whose root span ended: this quiet time "
+        f"(env {ENV_ROOT_IDLE}; default {DEFAULT_ROOT_IDLE_S:g}; capped by --settle)",
+    )
+    add(
+        "--conversation-key",
+        action="append",
+        metavar="ATTRIBUTE",
+        help="attribute naming a conversation; repeat for several, first present wins "
+        f"(env {ENV_CONVERSATION_KEYS}, comma-separated; default: gen_ai.conversation.id, "
+        "session.id and other common keys)",
+    )
+    add(
+        "--reference-key",
+        metavar="ATTRIBUTE",
+        help="attribute naming the expected reference "
+        f"(env {ENV_REFERENCE_KEY}; default toolscore.reference.id)",
+    )
+    add(
+        "--no-scoring",
+        action="store_true",
+        help="only store telemetry; do not assemble or score conversations",
+    )
+
+
+def _seconds(
+    value: object, env: str, environ: Mapping[str, str], flag: str, default: float
+) -> float:
+    source, text = flag, value
+    if value is None:
+        source, text = env, environ.get(env, "").strip() or None
+    if text is None:
+        return default
+    try:
+        seconds = float(str(text))
+    except ValueError:
+        raise PipelineOptionError(f"{source}: {text!r} is not a number of seconds") from None
+    if not seconds >= 0:
+        raise PipelineOptionError(f"{source}: must be 0 or more seconds, got {text}")
+    return seconds
+
+
+def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> PipelineOptions:
+    """Flags beat environment variables beat defaults."""
+    keys: tuple[str, ...] | None = None
+    if getattr(args, "conversation_key", None):
+        keys = tuple(k.strip() for k in args.conversation_key if k.strip())
+    elif environ.get(ENV_CONVERSATION_KEYS, "").strip():
+        keys = tuple(k.strip() for k in environ[ENV_CONVERSATION_KEYS].split(",") if k.strip())
+    reference = getattr(args, "reference_key", None) or environ.get(ENV_REFERENCE_KEY, "").strip()
+    return PipelineOptions(
+        enabled=not getattr(args, "no_scoring", False),
+        settle_s=_seconds(
+            getattr(args, "settle", None), ENV_SETTLE, environ, "--settle", DEFAULT_SETTLE_S
+        ),
+        root_idle_s=_seconds(
+            getattr(args, "root_idle", None),
+            ENV_ROOT_IDLE,
+            environ,
+            "--root-idle",
+            DEFAULT_ROOT_IDLE_S,
+        ),
+        conversation_keys=keys or None,
+        reference_key=reference or None,
+    )

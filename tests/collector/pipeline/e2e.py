@@ -1,0 +1,151 @@
+"""End-to-end helpers: a real ``toolscore serve`` with the pipeline, OTLP exporters, score checks.
+
+Used by tests/integration/test_pipeline_*.py and the quickstart test. The reference score for a
+conversation is what the scorer gives the *equivalent Ragas sample* written by hand from the
+agent's script (``ragas_scores``), never the pipeline's own reconstruction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from sqlalchemy import select
+
+from collector.pipeline.extension import pipeline_extension
+from collector.pipeline.options import PipelineOptions
+from scorer import ScoringConfig, default_config, parse_sample
+from storage.engine import create_engine
+from storage.expectations import ExpectationData, import_expectations
+from storage.migrate import upgrade
+from storage.pipeline import conversations, evaluations
+from tests.integration.serve_harness import RunningServer, server_settings
+
+SETTLE_S = 1.0  # short settle time for tests
+ROOT_IDLE_S = 0.3
+
+
+def pipeline_server(
+    db_url: str, *, settle_s: float = SETTLE_S, root_idle_s: float = ROOT_IDLE_S, **settings: Any
+) -> RunningServer:
+    options = PipelineOptions(settle_s=settle_s, root_idle_s=root_idle_s)
+    return RunningServer(server_settings(db_url, **settings), [pipeline_extension(options)])
+
+
+def otlp_provider(
+    srv: RunningServer, *, grpc: bool = False, service: str = "agent"
+) -> TracerProvider:
+    """A TracerProvider exporting through the standard OTLP exporter to ``srv``."""
+    exporter: Any
+    if grpc:
+        exporter = GrpcSpanExporter(endpoint=srv.grpc_target, insecure=True)
+    else:
+        exporter = OTLPSpanExporter(endpoint=f"{srv.http_url}/v1/traces")
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=100))
+    return provider
+
+
+def import_refs(db_url: str, *items: ExpectationData) -> None:
+    """Import expectations (migrating the database first, as ``toolscore refs import`` does)."""
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            import_expectations(conn, items)
+    finally:
+        engine.dispose()
+
+
+def conversation(db_url: str, conv_id: str) -> dict[str, Any] | None:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            row = (
+                conn.execute(select(conversations).where(conversations.c.id == conv_id))
+                .mappings()
+                .first()
+            )
+            return dict(row) if row else None
+    finally:
+        engine.dispose()
+
+
+def current_scores(db_url: str, conv_id: str) -> dict[str, float | None]:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(evaluations.c.metric, evaluations.c.score).where(
+                    evaluations.c.conversation_id == conv_id, evaluations.c.is_current
+                )
+            ).all()
+        return {m: s for m, s in rows}
+    finally:
+        engine.dispose()
+
+
+def wait_scored(
+    db_url: str, conv_ids: Iterable[str], *, revision: int = 1, timeout_s: float = 30.0
+) -> dict[str, dict[str, Any]]:
+    """Wait until every conversation reached ``revision`` with nothing pending; their rows."""
+    wanted = list(conv_ids)
+    deadline = time.monotonic() + timeout_s
+    engine = create_engine(db_url)
+    try:
+        while True:
+            with engine.connect() as conn:
+                rows = {
+                    r["id"]: dict(r)
+                    for r in conn.execute(
+                        select(conversations).where(conversations.c.id.in_(wanted))
+                    ).mappings()
+                }
+            done = [
+                c
+                for c in wanted
+                if c in rows and rows[c]["revision"] >= revision and not rows[c]["needs_scoring"]
+            ]
+            if len(done) == len(wanted):
+                return rows
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"not scored within {timeout_s}s: {sorted(set(wanted) - set(done))}; "
+                    f"state: { {k: (v['status'], v['revision']) for k, v in rows.items()} }"
+                )
+            time.sleep(0.1)
+    finally:
+        engine.dispose()
+
+
+def ragas_sample(
+    question: str,
+    turns: Sequence[Sequence[Mapping[str, Any]]],
+    reference: Sequence[Any],
+) -> dict[str, Any]:
+    """The Ragas MultiTurnSample a user would write for this conversation: per assistant turn
+    its tool calls (``{"name", "args"}``), each followed by one tool message per call."""
+    messages: list[dict[str, Any]] = [{"type": "human", "content": question}]
+    for calls in turns:
+        messages.append({"type": "ai", "content": "", "tool_calls": [dict(c) for c in calls]})
+        messages += [{"type": "tool", "content": "ok"} for _ in calls]
+    messages.append({"type": "ai", "content": "done"})
+    return {"user_input": messages, "reference_tool_calls": list(reference)}
+
+
+def ragas_scores(sample: Mapping[str, Any], config: ScoringConfig | None = None) -> dict[str, Any]:
+    """What ``toolscore score`` gives ``sample`` with ``config`` (default: Ragas defaults)."""
+    parsed = parse_sample(dict(sample))
+    instances = (config or default_config()).instances
+    return {
+        name: inst.score(parsed.predicted_tool_calls, parsed.reference_tool_calls).value
+        for name, inst in instances.items()
+    }
