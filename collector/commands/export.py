@@ -1,0 +1,143 @@
+"""``toolscore export --format csv|jsonl``: evaluations for notebooks and spreadsheets."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
+
+from collector.commands.common import add_db_argument, resolve_db_url
+from collector.commands.report import parse_date
+
+# Column order of the CSV and key order of each JSON line.
+FIELDS = (
+    "id",
+    "conversation_id",
+    "revision",
+    "is_current",
+    "created_at",
+    "expectation_id",
+    "expectation_version",
+    "metric",
+    "metric_type",
+    "score",
+    "label",
+    "threshold",
+    "error",
+    "predicted_count",
+    "expected_count",
+    "trace_id",
+    "root_span_id",
+    "metric_config",
+    "details",
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "export", help="write evaluations (the score history) as CSV or JSON lines"
+    )
+    add_db_argument(parser)
+    parser.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="(csv)")
+    parser.add_argument(
+        "--since", type=parse_date, metavar="DATE", help="evaluations created on or after DATE"
+    )
+    parser.add_argument("--expectation", metavar="ID", help="only this expectation")
+    parser.add_argument(
+        "--current-only",
+        action="store_true",
+        help="only each conversation's current scores (not superseded revisions)",
+    )
+    parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    parser.set_defaults(handler=run)
+
+
+def iter_rows(
+    conn: Any, *, since: dt.date | None, expectation: str | None, current_only: bool
+) -> Iterator[dict[str, Any]]:
+    """Evaluations in id order, as JSON-able dicts with the FIELDS keys."""
+    from sqlalchemy import select
+
+    from collector.export.attributes import pass_label, threshold_for
+    from storage.exports import load_thresholds
+    from storage.pipeline import evaluations as e
+
+    thresholds = load_thresholds(conn)
+    query = select(e).order_by(e.c.id)
+    if since is not None:
+        query = query.where(e.c.created_at >= dt.datetime.combine(since, dt.time(), dt.UTC))
+    if expectation:
+        query = query.where(e.c.expectation_id == expectation)
+    if current_only:
+        query = query.where(e.c.is_current.is_(True))
+    for r in conn.execution_options(yield_per=1000).execute(query).mappings():
+        threshold = threshold_for(r["metric"], r["metric_type"], thresholds)
+        row = {k: r[k] for k in FIELDS if k in r}
+        row["is_current"] = bool(r["is_current"])
+        row["created_at"] = r["created_at"].isoformat()
+        row["threshold"] = threshold
+        row["label"] = pass_label(r["score"], threshold)
+        yield {k: row[k] for k in FIELDS}
+
+
+def write_csv(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
+    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    n = 0
+    for row in rows:
+        flat = dict(row)
+        for key in ("metric_config", "details"):
+            flat[key] = json.dumps(row[key], sort_keys=True, ensure_ascii=False)
+        flat["is_current"] = "true" if row["is_current"] else "false"
+        writer.writerow(flat)
+        n += 1
+    return n
+
+
+def write_jsonl(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
+    n = 0
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        n += 1
+    return n
+
+
+def run(args: argparse.Namespace) -> int:
+    from storage.engine import DatabaseUrlError, create_engine, redact
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        engine = create_engine(url)
+    except DatabaseUrlError as exc:
+        print(f"toolscore export: {exc}", file=sys.stderr)
+        return 2
+    out: IO[str] = sys.stdout
+    try:
+        if args.output:
+            out = open(args.output, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
+        with engine.connect() as conn:
+            rows = iter_rows(
+                conn,
+                since=args.since,
+                expectation=args.expectation,
+                current_only=args.current_only,
+            )
+            n = (write_csv if args.format == "csv" else write_jsonl)(rows, out)
+    except OSError as exc:
+        print(f"toolscore export: cannot write {args.output}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(f"toolscore export: cannot read {redact(url)}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        engine.dispose()
+    if args.output:
+        print(f"{n} evaluations written to {args.output}", file=sys.stderr)
+    return 0
