@@ -23,6 +23,7 @@ from typing import Protocol
 from sqlalchemy import Connection, Engine
 
 from collector.errors import QueueFull, ShuttingDown, StorageUnavailable
+from collector.export.attributes import without_toolscore_evaluations
 from collector.metrics import Metrics
 from collector.model import LogRecordData, SpanRecord
 from storage.dialect import insert_ignore_duplicates
@@ -105,6 +106,7 @@ class IngestWriter:
         """Return once ``spans`` and ``logs`` are committed; raise a RetryableError otherwise."""
         if self._closed:
             raise ShuttingDown("server is shutting down", self._config.retry_after_s)
+        spans, logs = without_toolscore_evaluations(spans, logs)  # our write-back, looped back
         size = len(spans) + len(logs)
         if size == 0:
             return

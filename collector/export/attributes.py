@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.model import SpanRecord
+from collector.model import LogRecordData, SpanRecord
 
 # OpenTelemetry GenAI semantic conventions (evaluation event and attributes).
 EVALUATION_EVENT_NAME = "gen_ai.evaluation.result"
@@ -186,6 +186,27 @@ def is_toolscore_evaluation(span: SpanRecord) -> bool:
         span.scope_name == TOOLSCORE_SCOPE_NAME
         and span.resource_attributes.get("service.name") == TOOLSCORE_SERVICE_NAME
     )
+
+
+def is_toolscore_evaluation_log(record: LogRecordData) -> bool:
+    """True for a ``gen_ai.evaluation.result`` log record toolscore emitted itself."""
+    if record.attributes.get(ATTR_MARKER) is True:
+        return True
+    return (
+        record.scope_name == TOOLSCORE_SCOPE_NAME
+        and record.resource_attributes.get("service.name") == TOOLSCORE_SERVICE_NAME
+    )
+
+
+def without_toolscore_evaluations(
+    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
+) -> tuple[Sequence[SpanRecord], Sequence[LogRecordData]]:
+    """``spans`` and ``logs`` less toolscore's own evaluations (unchanged objects when none)."""
+    if any(is_toolscore_evaluation(s) for s in spans):
+        spans = [s for s in spans if not is_toolscore_evaluation(s)]
+    if any(is_toolscore_evaluation_log(r) for r in logs):
+        logs = [r for r in logs if not is_toolscore_evaluation_log(r)]
+    return spans, logs
 
 
 def details_json(details: Any) -> str:
