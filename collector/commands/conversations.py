@@ -1,0 +1,405 @@
+"""``toolscore conversations`` and ``toolscore show CONVERSATION``: read-only views for humans.
+
+Both read the pipeline's tables (``conversations``, ``evaluations``, ``tool_calls``) and the
+expectation version each conversation was scored against; ``show`` also rebuilds the messages from
+the stored spans. ``--json`` prints the same data for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from collector.commands._table import clip, format_call, format_score, format_time, render_table
+from collector.commands.common import add_db_argument, resolve_db_url
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+STATUSES = ("open", "scored", "unmatched", "error")
+
+
+def register(subparsers: Any) -> None:
+    conv = subparsers.add_parser(
+        "conversations", help="recent conversations with their status and current scores"
+    )
+    conv.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
+    conv.add_argument("--status", choices=STATUSES, default=None, help="only this status")
+    add_db_argument(conv)
+    conv.add_argument("--json", action="store_true", help="JSON output for scripts")
+    conv.set_defaults(handler=_conversations)
+
+    show = subparsers.add_parser(
+        "show", help="one conversation: messages, tool calls next to the reference, scores"
+    )
+    show.add_argument("conversation", metavar="CONVERSATION", help="conversation id")
+    show.add_argument(
+        "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
+    )
+    add_db_argument(show)
+    show.add_argument("--json", action="store_true", help="JSON output for scripts")
+    show.set_defaults(handler=_show)
+
+
+def _error(message: str) -> None:
+    print(f"toolscore: {message}", file=sys.stderr)
+
+
+def _open(args: argparse.Namespace) -> Engine | None:
+    """An engine on a database with the pipeline's tables, or None (error printed)."""
+    from sqlalchemy import inspect
+
+    from storage.engine import DatabaseUrlError, create_engine, redact
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            ready = inspect(conn).has_table("conversations")
+    except DatabaseUrlError as exc:
+        _error(str(exc))
+        return None
+    except Exception as exc:
+        _error(f"{redact(url)}: {exc}")
+        return None
+    if not ready:
+        engine.dispose()
+        _error(f"{redact(url)} has no conversations table: run `toolscore db upgrade`")
+        return None
+    return engine
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _expectation_label(row: Mapping[Any, Any]) -> str:
+    if row["expectation_id"] is None:
+        return "-"
+    return f"{row['expectation_id']}@{row['expectation_version']}"
+
+
+# --- toolscore conversations -------------------------------------------------------------------
+
+
+def _conversations(args: argparse.Namespace) -> int:
+    from sqlalchemy import select
+
+    from storage.pipeline import conversations, evaluations
+
+    if args.limit < 1:
+        _error("--limit must be at least 1")
+        return 2
+    engine = _open(args)
+    if engine is None:
+        return 1
+    try:
+        with engine.connect() as conn:
+            stmt = select(conversations).order_by(
+                conversations.c.last_span_at.desc(), conversations.c.id
+            )
+            if args.status is not None:
+                stmt = stmt.where(conversations.c.status == args.status)
+            rows = list(conn.execute(stmt.limit(args.limit)).mappings())
+            ids = [r["id"] for r in rows]
+            scores = (
+                conn.execute(
+                    select(
+                        evaluations.c.conversation_id,
+                        evaluations.c.metric,
+                        evaluations.c.score,
+                        evaluations.c.error,
+                    )
+                    .where(
+                        evaluations.c.conversation_id.in_(ids), evaluations.c.is_current.is_(True)
+                    )
+                    .order_by(evaluations.c.id)
+                ).all()
+                if ids
+                else []
+            )
+    finally:
+        engine.dispose()
+
+    metrics: list[str] = []  # in the order they were written: the scoring config's order
+    by_conversation: dict[str, dict[str, tuple[float | None, str | None]]] = {}
+    for cid, metric, score, error in scores:
+        if metric not in metrics:
+            metrics.append(metric)
+        by_conversation.setdefault(cid, {})[metric] = (score, error)
+
+    if args.json:
+        out = [
+            {
+                "id": r["id"],
+                "status": r["status"],
+                "first_seen_at": _iso(r["first_seen_at"]),
+                "last_span_at": _iso(r["last_span_at"]),
+                "revision": r["revision"],
+                "scored_at": _iso(r["scored_at"]),
+                "expectation_id": r["expectation_id"],
+                "expectation_version": r["expectation_version"],
+                "error": r["error"],
+                "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
+            }
+            for r in rows
+        ]
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        which = f" with status {args.status}" if args.status else ""
+        print(f"no conversations{which} yet")
+        return 0
+
+    def cell(cid: str, metric: str) -> str:
+        score, error = by_conversation.get(cid, {}).get(metric, (None, None))
+        return "error" if score is None and error else format_score(score)
+
+    table = [
+        [
+            r["id"],
+            r["status"],
+            format_time(r["last_span_at"]),
+            _expectation_label(r),
+            *(cell(r["id"], m) for m in metrics),
+        ]
+        for r in rows
+    ]
+    headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
+    print(render_table(headers, table))
+    return 0
+
+
+# --- toolscore show ----------------------------------------------------------------------------
+
+
+def _show(args: argparse.Namespace) -> int:
+    engine = _open(args)
+    if engine is None:
+        return 1
+    try:
+        with engine.connect() as conn:
+            data = _load(conn, args.conversation, messages=not args.no_messages)
+    finally:
+        engine.dispose()
+    if data is None:
+        _error(f"no conversation {args.conversation!r}")
+        return 1
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print("\n".join(render_conversation(data)))
+    return 0
+
+
+def _load(conn: Connection, conversation_id: str, *, messages: bool) -> dict[str, Any] | None:
+    from sqlalchemy import func, select
+
+    from storage.expectations import get_version
+    from storage.pipeline import conversations, evaluations, tool_calls
+
+    row = (
+        conn.execute(select(conversations).where(conversations.c.id == conversation_id))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    latest_revision = (
+        select(func.max(tool_calls.c.revision))
+        .where(tool_calls.c.conversation_id == conversation_id)
+        .scalar_subquery()
+    )
+    calls = conn.execute(
+        select(tool_calls)
+        .where(tool_calls.c.conversation_id == conversation_id)
+        .where(tool_calls.c.revision == latest_revision)
+        .order_by(tool_calls.c.position)
+    ).mappings()
+    evals = conn.execute(
+        select(evaluations)
+        .where(evaluations.c.conversation_id == conversation_id, evaluations.c.is_current.is_(True))
+        .order_by(evaluations.c.id)
+    ).mappings()
+    reference = None
+    if row["expectation_id"] is not None and row["expectation_version"] is not None:
+        found = get_version(conn, row["expectation_id"], row["expectation_version"])
+        if found is not None:
+            reference = found.reference_tool_calls
+    data: dict[str, Any] = {
+        "conversation": {
+            k: _iso(v) if isinstance(v, datetime) else v
+            for k, v in row.items()
+            if k not in ("claimed_by", "claimed_until")
+        },
+        "tool_calls": [
+            {
+                k: c[k]
+                for k in (
+                    "revision",
+                    "position",
+                    "name",
+                    "arguments",
+                    "arguments_raw",
+                    "arguments_ok",
+                    "call_id",
+                    "trace_id",
+                    "span_id",
+                    "convention",
+                )
+            }
+            for c in calls
+        ],
+        "reference_tool_calls": reference,
+        "evaluations": [
+            {
+                "metric": e["metric"],
+                "metric_type": e["metric_type"],
+                "score": e["score"],
+                "error": e["error"],
+                "details": e["details"],
+                "revision": e["revision"],
+                "expectation_id": e["expectation_id"],
+                "expectation_version": e["expectation_version"],
+                "created_at": _iso(e["created_at"]),
+            }
+            for e in evals
+        ],
+    }
+    if messages:
+        data["messages"] = _messages(conn, conversation_id)
+    return data
+
+
+def _messages(conn: Connection, conversation_id: str) -> list[dict[str, Any]] | None:
+    """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
+    from sqlalchemy import select
+
+    from collector.reconstruct import reconstruct
+    from storage.pipeline import conversation_traces
+    from storage.telemetry import load_logs, load_spans
+
+    trace_ids = list(
+        conn.execute(
+            select(conversation_traces.c.trace_id).where(
+                conversation_traces.c.conversation_id == conversation_id
+            )
+        ).scalars()
+    )
+    spans = load_spans(conn, trace_ids) if trace_ids else []
+    if not spans:
+        return None
+    return [dict(m) for m in reconstruct(spans, load_logs(conn, trace_ids)).messages]
+
+
+def _flat_reference(reference: Any) -> list[str]:
+    if not isinstance(reference, list):
+        return []
+    out: list[str] = []
+    for number, item in enumerate(reference, start=1):
+        if isinstance(item, list):  # a group: any order inside it
+            out.extend(
+                f"[group {number}] {format_call(c.get('name'), c.get('args'))}" for c in item
+            )
+        elif isinstance(item, dict):
+            out.append(format_call(item.get("name"), item.get("args")))
+    return out
+
+
+def _predicted(call: Mapping[str, Any]) -> str:
+    if call["arguments_ok"] or call["arguments_raw"] is None:
+        return format_call(call["name"], call["arguments"])
+    return f"{call['name']}(<undecoded: {call['arguments_raw']}>)"
+
+
+def render_conversation(data: Mapping[str, Any]) -> list[str]:
+    conv = data["conversation"]
+    scored = f", scored {format_time(_parse(conv['scored_at']))}" if conv["scored_at"] else ""
+    matched = _expectation_label(conv)
+    lines = [
+        f"conversation {conv['id']}",
+        f"  status          {conv['status']} (revision {conv['revision']}{scored})",
+        f"  first seen      {format_time(_parse(conv['first_seen_at']))}",
+        f"  last activity   {format_time(_parse(conv['last_span_at']))}",
+        f"  last trace      {conv['last_trace_id']}",
+        f"  expectation     {matched}",
+    ]
+    if conv.get("reference_id"):
+        lines.append(f"  reference attr  {conv['reference_id']}")
+    if conv.get("first_user_message"):
+        lines.append(f"  first message   {clip(conv['first_user_message'], 90)}")
+    if conv.get("error"):
+        lines.append(f"  error           {conv['error']}")
+
+    messages = data.get("messages")
+    if messages is not None:
+        lines += ["", f"messages ({len(messages)}):"]
+        for message in messages:
+            kind = str(message.get("type", "?"))
+            content = clip(str(message.get("content") or ""), 90)
+            lines.append(f"  {kind:6} {content}".rstrip())
+            for call in message.get("tool_calls") or ():
+                lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    elif "messages" in data:
+        lines += ["", "messages: (no spans stored for this conversation)"]
+
+    predicted = [_predicted(c) for c in data["tool_calls"]]
+    expected = _flat_reference(data["reference_tool_calls"])
+    revision = data["tool_calls"][0]["revision"] if data["tool_calls"] else None
+    title = "tool calls" + (f" (revision {revision})" if revision is not None else "")
+    lines += ["", f"{title}:"]
+    if not predicted and not expected:
+        lines.append("  (none)")
+    else:
+        conventions = [c["convention"] for c in data["tool_calls"]]
+        rows = []
+        for i in range(max(len(predicted), len(expected))):
+            rows.append(
+                [
+                    str(i + 1),
+                    predicted[i] if i < len(predicted) else "-",
+                    expected[i] if i < len(expected) else "-",
+                    conventions[i] if i < len(conventions) else "",
+                ]
+            )
+        reference_title = (
+            "REFERENCE" if data["reference_tool_calls"] is not None else "(no reference)"
+        )
+        table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
+        lines.extend("  " + line for line in table.splitlines())
+
+    lines += ["", "scores:"]
+    if not data["evaluations"]:
+        lines.append("  (not scored)")
+    for evaluation in data["evaluations"]:
+        lines.extend(_render_evaluation(evaluation))
+    return lines
+
+
+def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
+    head = f"  {evaluation['metric']}  {format_score(evaluation['score'])}"
+    if evaluation["metric_type"] != evaluation["metric"]:
+        head += f"  ({evaluation['metric_type']})"
+    lines = [head]
+    if evaluation["error"]:
+        lines.append(f"    error: {evaluation['error']}")
+    details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
+    extras = [
+        f"{key}={details[key]:.4g}"
+        for key in ("precision", "recall")
+        if isinstance(details.get(key), int | float)
+    ]
+    if extras:
+        lines.append("    " + "  ".join(extras))
+    reasons: Sequence[Any] = details.get("reasons") or ()
+    lines.extend(f"    - {reason}" for reason in reasons)
+    return lines
+
+
+def _parse(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
