@@ -7,7 +7,9 @@ agent's script (``ragas_scores``), never the pipeline's own reconstruction.
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -149,3 +151,65 @@ def ragas_scores(sample: Mapping[str, Any], config: ScoringConfig | None = None)
         name: inst.score(parsed.predicted_tool_calls, parsed.reference_tool_calls).value
         for name, inst in instances.items()
     }
+
+
+def genai_agent_trace(
+    tracer: Any,
+    conversation_id: str | None,
+    calls: Sequence[Mapping[str, Any]],
+    question: str = "What's the weather in Paris?",
+    root_attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """One agent turn in the OTel GenAI conventions (invoke_agent, chat, execute_tool, chat),
+    made with the real OTel SDK ``tracer``; ``calls`` are ``{"name", "args"}`` run in parallel."""
+    conv = {"gen_ai.conversation.id": conversation_id} if conversation_id else {}
+    user = {"role": "user", "parts": [{"type": "text", "content": question}]}
+    ids = [f"call_{uuid.uuid4().hex[:12]}" for _ in calls]  # call ids are unique per call
+    parts = [
+        {"type": "tool_call", "id": ids[i], "name": c["name"], "arguments": c["args"]}
+        for i, c in enumerate(calls)
+    ]
+    assistant = {"role": "assistant", "parts": parts}
+    with tracer.start_as_current_span(
+        "invoke_agent weather",
+        attributes={"gen_ai.operation.name": "invoke_agent", **conv, **(root_attributes or {})},
+    ):
+        with tracer.start_as_current_span(
+            "chat model",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                **conv,
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([assistant]),
+            },
+        ):
+            pass
+        for i, c in enumerate(calls):
+            with tracer.start_as_current_span(
+                f"execute_tool {c['name']}",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": c["name"],
+                    "gen_ai.tool.call.id": ids[i],
+                    "gen_ai.tool.call.arguments": json.dumps(c["args"]),
+                },
+            ):
+                pass
+        tool_msg = {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_call_response", "id": call_id, "response": "ok"} for call_id in ids
+            ],
+        }
+        with tracer.start_as_current_span(
+            "chat model",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                **conv,
+                "gen_ai.input.messages": json.dumps([user, assistant, tool_msg]),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]
+                ),
+            },
+        ):
+            pass
