@@ -70,13 +70,9 @@ def _error(message: str) -> None:
 
 
 def _metric_names(config_path: Path) -> list[str]:
-    import scorer
+    from scorer import load_config
 
-    load_config = getattr(scorer, "load_config", None)
-    if load_config is None:  # pragma: no cover - the scorer ships load_config
-        raise ValueError("this build of toolscore cannot read scoring configs")
-    config = load_config(config_path)
-    return list(config.instances)
+    return list(load_config(config_path).instances)
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -89,8 +85,8 @@ def _import(args: argparse.Namespace) -> int:
     if args.config is not None:
         try:
             metric_names = _metric_names(args.config)
-        except (OSError, ValueError) as exc:
-            _error(f"{args.config}: {exc}")
+        except ValueError as exc:  # scorer.ConfigError names the file and the path
+            _error(str(exc))
             return 2
     try:
         items = load_refs_file(args.file, fmt=args.format, metric_names=metric_names)

@@ -157,3 +157,43 @@ def test_format_flag_overrides_the_suffix(sqlite_url: str, tmp_path: Path, fmt: 
 
     assert result.returncode == 0, result.stderr
     assert list(_listed(sqlite_url)) == ["a"]
+
+
+def test_config_rejects_metric_names_it_does_not_define(sqlite_url: str, tmp_path: Path) -> None:
+    config = _write(
+        tmp_path,
+        "scoring.yaml",
+        "metrics:\n  acc: {type: tool_call_accuracy}\n  f1: {type: tool_call_f1}\n",
+    )
+    unknown = _write(tmp_path, "r.yaml", V1.replace("metrics: [acc]", "metrics: [acc, loose]"))
+
+    rejected = toolscore("refs", "import", str(unknown), "--config", str(config), db=sqlite_url)
+    accepted = toolscore(
+        "refs",
+        "import",
+        str(_write(tmp_path, "ok.yaml", V1)),
+        "--config",
+        str(config),
+        db=sqlite_url,
+    )
+
+    assert rejected.returncode == 2
+    assert "metrics[1]: unknown metric instance 'loose' (configured: acc, f1)" in rejected.stderr
+    assert accepted.returncode == 0, accepted.stderr
+    assert _listed(sqlite_url)["time"]["metrics"] == ["acc"]
+
+
+def test_an_invalid_config_is_reported(sqlite_url: str, tmp_path: Path) -> None:
+    config = _write(tmp_path, "scoring.yaml", "metrics:\n  acc: {type: tool_call_precision}\n")
+
+    result = toolscore(
+        "refs",
+        "import",
+        str(_write(tmp_path, "r.yaml", V1)),
+        "--config",
+        str(config),
+        db=sqlite_url,
+    )
+
+    assert result.returncode == 2
+    assert str(config) in result.stderr and "metrics.acc" in result.stderr
