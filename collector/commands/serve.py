@@ -104,6 +104,9 @@ def register(subparsers: Any) -> None:
     from collector.pipeline.options import add_arguments as add_pipeline_arguments
 
     add_pipeline_arguments(parser)  # --settle, --root-idle, --conversation-key, ...
+    from collector.export.options import add_arguments as add_export_arguments
+
+    add_export_arguments(parser)  # --export-endpoint, --export-protocol, --pass-threshold, ...
     parser.set_defaults(handler=handle)
 
 
@@ -119,7 +122,15 @@ def extensions(
         pipeline = pipeline_extension(options_from(args, environ))
     except PipelineOptionError as exc:
         raise StartupError(str(exc)) from exc
-    return [pipeline]
+    from collector.export.extension import export_extension
+    from collector.export.options import settings_from
+    from collector.export.settings import ExportConfigError
+
+    try:
+        write_back = export_extension(*settings_from(args, environ))
+    except ExportConfigError as exc:
+        raise StartupError(str(exc)) from exc
+    return [pipeline, write_back]
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import contextlib
 import datetime as dt
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -84,6 +84,24 @@ def export_pass(
     return PassResult(enqueued=enqueued, exported=exported, failed=failed)
 
 
+class ThresholdWriter:
+    """Component storing ``--pass-threshold`` values at start-up (views and labels read them)."""
+
+    def __init__(self, engine: Engine, thresholds: Mapping[str, float]) -> None:
+        self._engine = engine
+        self._thresholds = dict(thresholds)
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._save)
+
+    def _save(self) -> None:
+        with self._engine.begin() as conn:
+            exports.save_thresholds(conn, self._thresholds)
+
+    async def stop(self) -> None:
+        return None
+
+
 class ExportWorker:
     """Async component (``start()`` / ``stop()``) running :func:`export_pass` on a timer."""
 
@@ -98,7 +116,7 @@ class ExportWorker:
         self._engine = engine
         self._emitter = emitter
         self._settings = settings
-        self._on_pass = on_pass
+        self.on_pass = on_pass
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -106,13 +124,7 @@ class ExportWorker:
         self.failed_total = 0
 
     async def start(self) -> None:
-        if self._settings.thresholds:
-            await asyncio.to_thread(self._save_thresholds)
         self._task = asyncio.create_task(self._run(), name="toolscore-export")
-
-    def _save_thresholds(self) -> None:
-        with self._engine.begin() as conn:
-            exports.save_thresholds(conn, self._settings.thresholds)
 
     def notify(self) -> None:
         """New evaluations were committed: run a pass now rather than at the next tick."""
@@ -142,8 +154,8 @@ class ExportWorker:
             else:
                 self.exported_total += result.exported
                 self.failed_total += result.failed
-                if self._on_pass is not None:
-                    self._on_pass(result)
+                if self.on_pass is not None:
+                    self.on_pass(result)
             if self._stopping:
                 break
             with contextlib.suppress(TimeoutError):

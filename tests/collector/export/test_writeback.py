@@ -9,14 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.export import (
-    EvaluationEmitter,
-    ExportSettings,
-    create_exporters,
-    export_pass,
-    is_toolscore_evaluation,
-    resolve_export_settings,
-)
+from collector.export import is_toolscore_evaluation
+from collector.export.otlp import EvaluationEmitter, create_exporters
+from collector.export.settings import ExportConfigError, ExportSettings, resolve_export_settings
+from collector.export.worker import export_pass
 from collector.model import SpanRecord
 from storage import exports
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
@@ -316,8 +312,6 @@ def test_settings_from_the_standard_environment_variables(tmp_path: Path) -> Non
     ],
 )
 def test_bad_settings_are_rejected_with_the_culprit(env: dict[str, str], message: str) -> None:
-    from collector.export import ExportConfigError
-
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317", **env}
     with pytest.raises(ExportConfigError, match=message):
         resolve_export_settings(endpoint=None, protocol=None, environ=env)

@@ -1,0 +1,64 @@
+"""Plugs the write-back into ``serve``: the thresholds writer and the outbox worker components."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import Counter
+from sqlalchemy import Engine
+
+from collector.app import AppContext, Component, Extension, ExtensionFactory
+from collector.export.otlp import EvaluationEmitter, create_exporters
+from collector.export.settings import ExportSettings
+from collector.export.worker import ExportWorker, PassResult, ThresholdWriter
+
+
+def export_extension(
+    settings: ExportSettings | None,
+    thresholds: Mapping[str, float] | None = None,
+    version: str | None = None,
+) -> ExtensionFactory:
+    def build(ctx: AppContext) -> Extension:
+        components: list[Component] = []
+        if thresholds:  # stored first, so the first export pass already labels with them
+            components.append(ThresholdWriter(ctx.engine, thresholds))
+        if settings is None:
+            return Extension(components=components)
+        counter = Counter(
+            "toolscore_export_evaluations",
+            "Evaluations written back over OTLP, by result (exported, failed attempts).",
+            ["result"],
+            registry=ctx.metrics.registry,
+        )
+
+        def observe(result: PassResult) -> None:
+            counter.labels("exported").inc(result.exported)
+            counter.labels("failed").inc(result.failed)
+
+        worker = build_export_worker(ctx.engine, settings, version=version or _version())
+        worker.on_pass = observe
+        components.append(worker)
+        return Extension(components=components)
+
+    return build
+
+
+def build_export_worker(
+    engine: Engine, settings: ExportSettings, *, version: str = "0"
+) -> ExportWorker:
+    """An :class:`ExportWorker` sending through the SDK's OTLP exporters per ``settings``."""
+    span_exporter, log_exporter = create_exporters(settings)
+    emitter = EvaluationEmitter(
+        span_exporter, log_exporter, version=version, thresholds=settings.thresholds
+    )
+    return ExportWorker(engine, emitter, settings)
+
+
+def _version() -> str:
+    """toolscore's version, for the ``service.version`` and scope version of what we emit."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolscore")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "0"
