@@ -31,6 +31,7 @@ from collector.model import Attributes, LogRecordData, SpanRecord
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+OPENLLMETRY_SCOPE = "opentelemetry.instrumentation.openai.v1"  # OpenLLMetry's (contrib: openai_v2)
 ARGUMENT_KEYS = (
     "gen_ai.tool.call.arguments",
     "gcp.vertex.agent.tool_call_args",
@@ -50,7 +51,9 @@ RESULT_KEYS = (
 
 def label_for(span: SpanRecord, default: str) -> str:
     attrs = span.attributes
-    if "llm.request.type" in attrs or any(k.startswith("traceloop.") for k in attrs):
+    if span.scope_name.startswith(OPENLLMETRY_SCOPE) or "llm.request.type" in attrs:
+        return "openllmetry"
+    if any(k.startswith("traceloop.") for k in attrs):
         return "openllmetry"
     return default
 

@@ -63,7 +63,8 @@ def message_from_event(name: str, body: Mapping[str, Any]) -> Message | None:
     if name == CHOICE:
         inner = maybe_json(body.get("message"))
         msg: Mapping[str, Any] = inner if isinstance(inner, Mapping) else body
-        calls = tool_calls_of(msg.get("tool_calls"))
+        # the spec nests tool_calls in message; OpenLLMetry 0.62 puts them beside it
+        calls = tool_calls_of(msg.get("tool_calls")) or tool_calls_of(body.get("tool_calls"))
         return Message("assistant", as_text(maybe_json(msg.get("content"))), calls)
     role = INPUT_EVENTS.get(name)
     if role is None:

@@ -11,10 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("langchain_core")
-pytest.importorskip("openinference.instrumentation.langchain")
-
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda

@@ -12,9 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("pydantic_ai")
-
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
