@@ -57,6 +57,24 @@ def exact_arg_score(predicted: Mapping[str, Any], expected: Mapping[str, Any]) -
     return score / len(expected)
 
 
+def exact_arg_score_detailed(
+    predicted: ToolCall, expected: ToolCall
+) -> tuple[float, dict[str, float]]:
+    """:func:`exact_arg_score` with each reference argument's own score."""
+    p_args, r_args = predicted.args, expected.args
+    if not r_args:
+        return (0.0 if p_args else 1.0), {}
+    score = 0.0
+    per_arg: dict[str, float] = {}
+    for key, value in r_args.items():
+        if key in p_args and str(p_args[key]) == str(value):
+            per_arg[key] = 1.0
+            score += 1.0
+        else:
+            per_arg[key] = 0.0
+    return score / len(r_args), per_arg
+
+
 def arg_score(predicted: ToolCall, expected: ToolCall, policy: ArgumentPolicy) -> float:
     if policy.is_exact:
         return exact_arg_score(predicted.args, expected.args)

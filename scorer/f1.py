@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,7 +23,12 @@ def make_hashable(obj: Any) -> Any:
 
 
 def _key(call: ToolCall) -> tuple[str, Any]:
-    return (call.name, make_hashable(call.args))
+    args = call.args
+    try:
+        # Equal to make_hashable(args) whenever every value is already hashable (flat args).
+        return (call.name, frozenset(args.items()))
+    except TypeError:
+        return (call.name, make_hashable(args))
 
 
 def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
@@ -47,13 +52,19 @@ class ToolCallF1:
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
         ref = flatten(reference)[0]
-        expected = {_key(c) for c in ref}
-        actual = {_key(c) for c in predicted}
+        ref_keys = [_key(c) for c in ref]
+        pred_keys = [_key(c) for c in predicted]
+        expected, actual = set(ref_keys), set(pred_keys)
         tp = len(actual & expected)
         fp, fn = len(actual) - tp, len(expected) - tp
         precision, recall, f1 = _f1(tp, fp, fn)
-        reasons = [f"expected {c} was not called" for c in _distinct_outside(ref, actual)]
-        reasons += [f"unexpected call {c}" for c in _distinct_outside(predicted, expected)]
+        reasons = []
+        if fn:
+            missing = _distinct_outside(ref, ref_keys, actual)
+            reasons += [f"expected {c} was not called" for c in missing]
+        if fp:
+            extra = _distinct_outside(predicted, pred_keys, expected)
+            reasons += [f"unexpected call {c}" for c in extra]
         if not expected and not actual:
             reasons.append("no calls expected and none made: F1 is 0 by definition")
         return f1, {
@@ -69,11 +80,12 @@ class ToolCallF1:
         return {}
 
 
-def _distinct_outside(calls: Iterable[ToolCall], other: set[tuple[str, Any]]) -> list[str]:
+def _distinct_outside(
+    calls: Sequence[ToolCall], keys: Sequence[tuple[str, Any]], other: set[tuple[str, Any]]
+) -> list[str]:
     seen: set[tuple[str, Any]] = set()
     out: list[str] = []
-    for call in calls:
-        key = _key(call)
+    for call, key in zip(calls, keys, strict=True):
         if key not in other and key not in seen:
             seen.add(key)
             out.append(format_call(call))

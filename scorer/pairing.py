@@ -58,7 +58,7 @@ def in_order(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) ->
     return Pairing(pairs, True)
 
 
-def _sorted_indices(calls: Sequence[ToolCall]) -> list[int]:
+def sorted_indices(calls: Sequence[ToolCall]) -> list[int]:
     # Python's sort is stable, so this is the permutation Ragas's sorted() applies.
     keys = [sort_key(c) for c in calls]
     return sorted(range(len(calls)), key=keys.__getitem__)
@@ -66,7 +66,7 @@ def _sorted_indices(calls: Sequence[ToolCall]) -> list[int]:
 
 def sorted_pairs(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> Pairing:
     """``flexible``: both lists sorted by :func:`sort_key`, then compared position by position."""
-    p_order, r_order = _sorted_indices(pred), _sorted_indices(ref)
+    p_order, r_order = sorted_indices(pred), sorted_indices(ref)
     m = min(len(pred), len(ref))
     pairs = tuple((r_order[i], p_order[i]) for i in range(m))
     if not prefix and len(pred) != len(ref):

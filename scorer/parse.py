@@ -31,64 +31,94 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
+class _Bad(Exception):
+    """A problem at a path relative to the value being read; callers prepend their part.
+
+    Paths are built only when something is wrong, which keeps the happy path cheap.
+    """
+
+    def __init__(self, rel: str, problem: str) -> None:
+        super().__init__(rel, problem)
+        self.rel, self.problem = rel, problem
+
+    def under(self, prefix: str) -> _Bad:
+        return _Bad(prefix + self.rel, self.problem)
+
+    def error(self, root: str) -> SampleError:
+        return SampleError(f"{root}{self.rel}: {self.problem}")
+
+
 def _fail(path: str, problem: str) -> SampleError:
     return SampleError(f"{path}: {problem}")
 
 
-def parse_tool_call(obj: object, path: str) -> ToolCall:
-    """One ``{"name": str, "args": {...}}`` object (other keys are ignored, as Ragas does)."""
+def _tool_call(obj: object) -> ToolCall:
     if type(obj) is not dict:
-        raise _fail(path, f"a tool call must be an object, got {_describe(obj)}")
+        raise _Bad("", f"a tool call must be an object, got {_describe(obj)}")
     name = obj.get("name")
     args = obj.get("args")
     if type(name) is not str:
         if "name" not in obj:
-            raise _fail(f"{path}.name", "missing")
-        raise _fail(f"{path}.name", f"must be a string, got {_describe(name)}")
+            raise _Bad(".name", "missing")
+        raise _Bad(".name", f"must be a string, got {_describe(name)}")
     if type(args) is not dict:
         if "args" not in obj:
-            raise _fail(f"{path}.args", "missing (use {} for a call without arguments)")
-        raise _fail(f"{path}.args", f"must be an object, got {_describe(args)}")
+            raise _Bad(".args", "missing (use {} for a call without arguments)")
+        raise _Bad(".args", f"must be an object, got {_describe(args)}")
     return ToolCall(name, args)
 
 
-def _parse_tool_calls(value: object, path: str) -> tuple[ToolCall, ...]:
+def parse_tool_call(obj: object, path: str = "tool_call") -> ToolCall:
+    """One ``{"name": str, "args": {...}}`` object (other keys are ignored, as Ragas does)."""
+    try:
+        return _tool_call(obj)
+    except _Bad as bad:
+        raise bad.error(path) from None
+
+
+def _tool_calls(value: object) -> tuple[ToolCall, ...]:
     if type(value) is not list:
-        raise _fail(path, f"must be an array of tool calls, got {_describe(value)}")
-    return tuple([parse_tool_call(tc, f"{path}[{i}]") for i, tc in enumerate(value)])
+        raise _Bad("", f"must be an array of tool calls, got {_describe(value)}")
+    calls: list[ToolCall] = []
+    try:
+        for tc in value:
+            calls.append(_tool_call(tc))
+    except _Bad as bad:
+        raise bad.under(f"[{len(calls)}]") from None
+    return tuple(calls)
 
 
-def _parse_message(obj: object, path: str) -> Message:
+def _message(obj: object) -> Message:
     if type(obj) is not dict:
-        raise _fail(path, f"a message must be an object, got {_describe(obj)}")
+        raise _Bad("", f"a message must be an object, got {_describe(obj)}")
     kind = obj.get("type")
     if kind is None and "type" not in obj:
         # pydantic's smart union: without "type", a message with "tool_calls" is an AIMessage
         # if it validates as one, otherwise a HumanMessage (extra keys ignored).
         if "tool_calls" in obj:
             try:
-                return _parse_message({**obj, "type": "ai"}, path)
-            except SampleError:
+                return _message({**obj, "type": "ai"})
+            except _Bad:
                 pass
         kind = "human"
     elif kind not in _MESSAGE_TYPES:
-        raise _fail(
-            f"{path}.type",
-            f"unknown message type {kind!r} (expected 'human', 'ai' or 'tool')",
-        )
+        raise _Bad(".type", f"unknown message type {kind!r} (expected 'human', 'ai' or 'tool')")
     content = obj.get("content")
     if type(content) is not str:
         if "content" not in obj:
-            raise _fail(f"{path}.content", "missing")
-        raise _fail(f"{path}.content", f"must be a string, got {_describe(content)}")
+            raise _Bad(".content", "missing")
+        raise _Bad(".content", f"must be a string, got {_describe(content)}")
     metadata = obj.get("metadata")
     if metadata is not None and type(metadata) is not dict:
-        raise _fail(f"{path}.metadata", f"must be an object or null, got {_describe(metadata)}")
+        raise _Bad(".metadata", f"must be an object or null, got {_describe(metadata)}")
     tool_calls = None
     if kind == "ai":
         raw_calls = obj.get("tool_calls")
         if raw_calls is not None:
-            tool_calls = _parse_tool_calls(raw_calls, f"{path}.tool_calls")
+            try:
+                tool_calls = _tool_calls(raw_calls)
+            except _Bad as bad:
+                raise bad.under(".tool_calls") from None
     return Message(kind, content, tool_calls, metadata)
 
 
@@ -121,13 +151,16 @@ def parse_reference(obj: object, path: str = "reference_tool_calls") -> Referenc
     if type(obj) is not list:
         raise _fail(path, f"must be an array of tool calls, got {_describe(obj)}")
     items: list[ReferenceItem] = []
-    for i, item in enumerate(obj):
-        if type(item) is list:
-            if not item:
-                raise _fail(f"{path}[{i}]", "a group of calls must not be empty")
-            items.append(_parse_tool_calls(item, f"{path}[{i}]"))
-        else:
-            items.append(parse_tool_call(item, f"{path}[{i}]"))
+    try:
+        for item in obj:
+            if type(item) is list:
+                if not item:
+                    raise _Bad("", "a group of calls must not be empty")
+                items.append(_tool_calls(item))
+            else:
+                items.append(_tool_call(item))
+    except _Bad as bad:
+        raise bad.under(f"[{len(items)}]").error(path) from None
     return tuple(items)
 
 
@@ -176,7 +209,13 @@ def _parse_sample(obj: object) -> Sample:
             "user_input",
             f"must be an array of messages, got {_describe(raw_messages)}",
         )
-    messages = tuple([_parse_message(m, f"user_input[{i}]") for i, m in enumerate(raw_messages)])
+    parsed: list[Message] = []
+    try:
+        for m in raw_messages:
+            parsed.append(_message(m))
+    except _Bad as bad:
+        raise bad.under(f"[{len(parsed)}]").error("user_input") from None
+    messages = tuple(parsed)
     predicted: list[ToolCall] = []
     has_tool_message = False
     for message in messages:

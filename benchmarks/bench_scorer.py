@@ -1,0 +1,194 @@
+"""Scorer throughput: toolscore vs Ragas 0.4.3 on the same samples, in one run.
+
+    .venv/bin/python benchmarks/bench_scorer.py [--samples 10000] [--runs 5]
+
+Scores the same N samples (3 calls each; a seeded mix of exact, wrong-argument and reordered
+calls) with:
+  1. toolscore core, value only (``MetricInstance.value``, strict order, exact comparator),
+  2. toolscore core with explanations (``MetricInstance.score``),
+  3. ``ragas.metrics.ToolCallAccuracy`` (legacy API, ``_multi_turn_ascore`` on one event loop),
+  4. ``ragas.metrics.collections.ToolCallAccuracy`` (``ascore`` driven without an event loop;
+     its pydantic message/ToolCall construction is done beforehand and not timed),
+  5. ``toolscore score`` end to end on a JSONL file (subprocess; default config = accuracy + F1,
+     with explanations; output to /dev/null).
+Reports the median of ``--runs`` runs, samples/s, ratios, and peak RSS. Checks that toolscore
+and both Ragas APIs gave the same scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOOLS = {
+    "get_weather": lambda r: {"city": r.choice(["Paris", "Tokyo", "Lima"]), "unit": "c"},
+    "get_time": lambda r: {"timezone": r.choice(["Asia/Tokyo", "Europe/Paris"])},
+    "search": lambda r: {"query": r.choice(["python", "rust", "otel"]), "limit": r.randint(1, 20)},
+    "book_table": lambda r: {"restaurant": "Chez Nous", "people": r.randint(1, 6), "time": "20:00"},
+}
+
+
+def make_samples(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """40% exact, 30% one wrong argument, 30% two calls swapped."""
+    rng = random.Random(seed)
+    names = list(TOOLS)
+    samples = []
+    for i in range(n):
+        reference = [{"name": t, "args": TOOLS[t](rng)} for t in rng.sample(names, 3)]
+        predicted = [{"name": c["name"], "args": dict(c["args"])} for c in reference]
+        kind = rng.random()
+        if 0.4 <= kind < 0.7:
+            victim = predicted[rng.randrange(3)]["args"]
+            key = rng.choice(list(victim))
+            victim[key] = f"{victim[key]}x"
+        elif kind >= 0.7:
+            predicted[0], predicted[1] = predicted[1], predicted[0]
+        messages: list[dict[str, Any]] = [
+            {"type": "human", "content": "Plan my evening in Paris, please."},
+            {"type": "ai", "content": "", "tool_calls": predicted},
+        ]
+        messages += [{"type": "tool", "content": "ok"} for _ in predicted]
+        messages.append({"type": "ai", "content": "All set."})
+        samples.append({"id": f"s{i}", "user_input": messages, "reference_tool_calls": reference})
+    return samples
+
+
+def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[float, list[float | None]]:
+    times, result = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def drive(coro: Any) -> Any:
+    """Run a coroutine that never suspends, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("coroutine suspended")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    n, runs = args.samples, args.runs
+
+    from scorer import default_config, parse_sample
+
+    samples = make_samples(n)
+    parsed = [parse_sample(s) for s in samples]
+    accuracy = default_config().instances["tool_call_accuracy"]
+    rows: list[tuple[str, float]] = []
+    results: dict[str, list[float | None]] = {}
+
+    def core_value() -> list[float | None]:
+        return [accuracy.value(s.predicted_tool_calls, s.reference_tool_calls) for s in parsed]
+
+    def core_score() -> list[float | None]:
+        return [accuracy.score(s.predicted_tool_calls, s.reference_tool_calls).value for s in parsed]
+
+    for label, fn in (("toolscore core (value)", core_value), ("toolscore core (+details)", core_score)):
+        seconds, results[label] = timed(fn, runs)
+        rows.append((label, seconds))
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from ragas.dataset_schema import MultiTurnSample
+            from ragas.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+            from ragas.metrics import ToolCallAccuracy as LegacyAccuracy
+            from ragas.metrics.collections import ToolCallAccuracy as CollectionsAccuracy
+    except Exception as exc:
+        print(f"Ragas not importable ({exc}); comparing toolscore only", file=sys.stderr)
+    else:
+        warnings.simplefilter("ignore")
+        ragas_samples = [MultiTurnSample(**s) for s in samples]
+        legacy = LegacyAccuracy()
+        loop = asyncio.new_event_loop()
+
+        def run_legacy() -> list[float | None]:
+            return [loop.run_until_complete(legacy._multi_turn_ascore(s, None)) for s in ragas_samples]
+
+        kinds = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
+        built = [
+            (
+                [kinds[m["type"]](**m) for m in s["user_input"]],
+                [ToolCall(**c) for c in s["reference_tool_calls"]],
+            )
+            for s in samples
+        ]
+        collections = CollectionsAccuracy()
+
+        def run_collections() -> list[float | None]:
+            return [
+                drive(collections.ascore(user_input=u, reference_tool_calls=r)).value
+                for u, r in built
+            ]
+
+        for label, fn in (
+            ("ragas.metrics.ToolCallAccuracy", run_legacy),
+            ("ragas collections ToolCallAccuracy", run_collections),
+        ):
+            seconds, results[label] = timed(fn, max(1, runs if "collections" in label else 3))
+            rows.append((label, seconds))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "samples.jsonl"
+        path.write_text("".join(json.dumps(s) + "\n" for s in samples))
+        cli_times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "collector", "score", str(path)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
+            cli_times.append(time.perf_counter() - start)
+        rows.append(("toolscore score (CLI, JSONL, acc+F1)", statistics.median(cli_times)))
+
+    reference_scores = results["toolscore core (value)"]
+    for label, scores in results.items():
+        same = scores == reference_scores
+        if not same:
+            print(f"MISMATCH: {label} disagrees with toolscore on some samples", file=sys.stderr)
+
+    print(f"{n:,} samples x 3 calls, median of {runs} runs; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    base = {label: s for label, s in rows}
+    peers = [lbl for lbl in base if lbl.startswith("ragas")]
+    print(f"{'scorer':40} {'seconds':>9} {'samples/s':>12}  " + "  ".join(f"{'vs ' + p[:18]:>22}" for p in peers))
+    for label, seconds in rows:
+        ratios = "  ".join(f"{base[p] / seconds:>21.1f}x" for p in peers)
+        print(f"{label:40} {seconds:9.3f} {n / seconds:12,.0f}  {ratios}")
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS: this process {own:.0f} MiB (holds Ragas and all samples); "
+          f"toolscore score subprocess {child:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
