@@ -107,9 +107,14 @@ def main() -> int:
         return [accuracy.value(s.predicted_tool_calls, s.reference_tool_calls) for s in parsed]
 
     def core_score() -> list[float | None]:
-        return [accuracy.score(s.predicted_tool_calls, s.reference_tool_calls).value for s in parsed]
+        return [
+            accuracy.score(s.predicted_tool_calls, s.reference_tool_calls).value for s in parsed
+        ]
 
-    for label, fn in (("toolscore core (value)", core_value), ("toolscore core (+details)", core_score)):
+    for label, fn in (
+        ("toolscore core (value)", core_value),
+        ("toolscore core (+details)", core_score),
+    ):
         seconds, results[label] = timed(fn, runs)
         rows.append((label, seconds))
 
@@ -129,7 +134,9 @@ def main() -> int:
         loop = asyncio.new_event_loop()
 
         def run_legacy() -> list[float | None]:
-            return [loop.run_until_complete(legacy._multi_turn_ascore(s, None)) for s in ragas_samples]
+            return [
+                loop.run_until_complete(legacy._multi_turn_ascore(s, None)) for s in ragas_samples
+            ]
 
         kinds = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
         built = [
@@ -175,18 +182,26 @@ def main() -> int:
         if not same:
             print(f"MISMATCH: {label} disagrees with toolscore on some samples", file=sys.stderr)
 
-    print(f"{n:,} samples x 3 calls, median of {runs} runs; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    print(
+        f"{n:,} samples x 3 calls, median of {runs} runs; {platform.machine()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"Python {platform.python_version()}"
+    )
     base = {label: s for label, s in rows}
     peers = [lbl for lbl in base if lbl.startswith("ragas")]
-    print(f"{'scorer':40} {'seconds':>9} {'samples/s':>12}  " + "  ".join(f"{'vs ' + p[:18]:>22}" for p in peers))
+    print(
+        f"{'scorer':40} {'seconds':>9} {'samples/s':>12}  "
+        + "  ".join(f"{'vs ' + p[:18]:>22}" for p in peers)
+    )
     for label, seconds in rows:
         ratios = "  ".join(f"{base[p] / seconds:>21.1f}x" for p in peers)
         print(f"{label:40} {seconds:9.3f} {n / seconds:12,.0f}  {ratios}")
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS: this process {own:.0f} MiB (holds Ragas and all samples); "
-          f"toolscore score subprocess {child:.0f} MiB")
+    print(
+        f"peak RSS: this process {own:.0f} MiB (holds Ragas and all samples); "
+        f"toolscore score subprocess {child:.0f} MiB"
+    )
     return 0
 
 
