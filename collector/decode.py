@@ -215,12 +215,30 @@ def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
     """Flat attribute mapping; keys whose value was truncated are listed under TRUNCATED."""
     out: dict[str, Any] = {}
     cut_keys: list[str] = []
+    short = trunc.limit // 4  # a string this long cannot be over the limit in UTF-8
     kv: KeyValue
     for kv in kvs:
-        decoded, cut = any_value(kv.value, trunc)
-        out[kv.key] = decoded
-        if cut:
-            cut_keys.append(kv.key)
+        value = kv.value
+        # Hot path (most attributes are scalars): inlined, no call per value.
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            text = value.string_value
+            if len(text) > short:
+                text, cut = trunc.text(text)
+                if cut:
+                    cut_keys.append(kv.key)
+            out[kv.key] = text
+        elif kind == "int_value":
+            out[kv.key] = value.int_value
+        elif kind == "bool_value":
+            out[kv.key] = value.bool_value
+        elif kind == "double_value":
+            out[kv.key] = value.double_value
+        else:
+            decoded, cut = any_value(value, trunc)
+            out[kv.key] = decoded
+            if cut:
+                cut_keys.append(kv.key)
     if cut_keys:
         out[TRUNCATED_ATTRIBUTE] = cut_keys
     return out

@@ -26,8 +26,15 @@ from collector.errors import QueueFull, ShuttingDown, StorageUnavailable
 from collector.export.attributes import without_toolscore_evaluations
 from collector.metrics import Metrics
 from collector.model import LogRecordData, SpanRecord
-from storage.dialect import insert_ignore_duplicates
-from storage.telemetry import log_records_table, log_row, span_row, spans_table
+from storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from storage.telemetry import (
+    SPAN_COLUMNS,
+    SPAN_JSON_COLUMNS,
+    log_records_table,
+    log_row,
+    span_values,
+    spans_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -173,10 +180,18 @@ class IngestWriter:
                 unique.setdefault((span.trace_id, span.span_id), span)
         spans = list(unique.values())
         logs = [rec for item in batch for rec in item.logs]
-        span_rows = [span_row(s, now) for s in spans]
+        cache: dict[int, str] = {}
+        span_rows = [span_values(s, now, cache) for s in spans]
         log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
         with self._engine.begin() as conn:
-            insert_ignore_duplicates(conn, spans_table, span_rows, ("trace_id", "span_id"))
+            insert_tuples_ignore_duplicates(
+                conn,
+                spans_table,
+                SPAN_COLUMNS,
+                span_rows,
+                ("trace_id", "span_id"),
+                SPAN_JSON_COLUMNS,
+            )
             insert_ignore_duplicates(conn, log_records_table, log_rows, ("record_hash",))
             for hook in self._hooks:
                 hook.on_batch(conn, spans, logs)

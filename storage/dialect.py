@@ -6,7 +6,7 @@ PostgreSQL, so idempotent writes read the same in every caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -59,3 +59,44 @@ def upsert(
         set_={c: getattr(stmt.excluded, c) for c in cols},
     )
     conn.execute(stmt, list(rows))
+
+
+def insert_tuples_ignore_duplicates(
+    conn: Connection,
+    table: Table,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    conflict_columns: Sequence[str],
+    json_columns: Collection[str] = (),
+) -> None:
+    """Fast bulk path of :func:`insert_ignore_duplicates` for hot tables.
+
+    ``rows`` are tuples in ``columns`` order, with JSON columns already serialised to text; the
+    statement goes straight to the driver's ``executemany`` (no per-row SQLAlchemy processing).
+    """
+    if not rows:
+        return
+    name = conn.dialect.name
+    head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
+    tail = f" ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING"
+    if name == "sqlite":
+        # sqlite3's executemany reuses one prepared statement: already the fast way
+        conn.exec_driver_sql(head + f"({', '.join('?' * len(columns))})" + tail, list(rows))
+    elif name == "postgresql":
+        # COPY into a session-local staging table, then one INSERT ... SELECT: an order of
+        # magnitude faster than executemany for thousands of rows.
+        staging = f"_toolscore_staging_{table.name}"
+        cols = ", ".join(columns)
+        dbapi = conn.connection.driver_connection
+        assert dbapi is not None
+        with dbapi.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {staging} "
+                f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+            )
+            with cursor.copy(f"COPY {staging} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(f"INSERT INTO {table.name} ({cols}) SELECT {cols} FROM {staging}" + tail)
+    else:
+        raise NotImplementedError(f"unsupported dialect {name!r}")

@@ -117,7 +117,22 @@ def from_json_value(value: Any) -> Any:
     return value
 
 
-def attributes_to_json(attributes: Mapping[str, Any]) -> dict[str, Any]:
+def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``attributes`` as JSON-storable data (the same object when nothing needs tagging)."""
+    # Fast path: the usual attribute set (strings, ints, bools, finite floats) needs no copy.
+    for key, value in attributes.items():
+        if "\x00" in key:
+            break
+        kind = type(value)
+        if kind is str:
+            if "\x00" in value:
+                break
+        elif kind is int or kind is bool:
+            continue
+        elif kind is not float or value - value != 0.0:  # NaN and infinities fail this
+            break
+    else:
+        return attributes
     return {_safe_text(k): to_json_value(v) for k, v in attributes.items()}
 
 
@@ -150,24 +165,73 @@ def span_row(span: SpanRecord, received_at_ns: int) -> dict[str, Any]:
         "resource_attributes": attributes_to_json(span.resource_attributes),
         "scope_name": _safe_text(span.scope_name),
         "scope_version": _safe_text(span.scope_version),
-        "events": [
-            {
-                "name": _safe_text(e.name),
-                "time_ns": e.time_ns,
-                "attributes": attributes_to_json(e.attributes),
-            }
-            for e in span.events
-        ],
-        "links": [
-            {
-                "trace_id": lk.trace_id,
-                "span_id": lk.span_id,
-                "attributes": attributes_to_json(lk.attributes),
-            }
-            for lk in span.links
-        ],
+        "events": _events_json(span.events),
+        "links": _links_json(span.links),
         "received_at_ns": received_at_ns,
     }
+
+
+SPAN_COLUMNS: tuple[str, ...] = (
+    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
+    "status_code", "status_message", "attributes", "resource_attributes", "scope_name",
+    "scope_version", "events", "links", "received_at_ns",
+)  # fmt: skip
+SPAN_JSON_COLUMNS = frozenset({"attributes", "resource_attributes", "events", "links"})
+
+
+def dumps(value: Any) -> str:
+    """JSON text of a JSON-storable value (see :func:`to_json_value`)."""
+    return orjson.dumps(value).decode("utf-8")
+
+
+def span_values(span: SpanRecord, received_at_ns: int, cache: dict[int, str]) -> tuple[Any, ...]:
+    """The ``spans`` row for ``span`` as a tuple in SPAN_COLUMNS order, JSON already serialised
+    (the ingest fast path). ``cache`` memoises JSON of shared resource attribute mappings; it
+    must not outlive the spans it was used with."""
+    resource = span.resource_attributes
+    resource_json = cache.get(id(resource))
+    if resource_json is None:
+        resource_json = cache[id(resource)] = dumps(attributes_to_json(resource))
+    return (
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        _safe_text(span.name),
+        span.kind,
+        span.start_ns,
+        span.end_ns,
+        span.status_code,
+        _safe_text(span.status_message),
+        dumps(attributes_to_json(span.attributes)),
+        resource_json,
+        _safe_text(span.scope_name),
+        _safe_text(span.scope_version),
+        dumps(_events_json(span.events)) if span.events else "[]",
+        dumps(_links_json(span.links)) if span.links else "[]",
+        received_at_ns,
+    )
+
+
+def _events_json(events: Sequence[SpanEvent]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": _safe_text(e.name),
+            "time_ns": e.time_ns,
+            "attributes": attributes_to_json(e.attributes),
+        }
+        for e in events
+    ]
+
+
+def _links_json(links: Sequence[SpanLink]) -> list[dict[str, Any]]:
+    return [
+        {
+            "trace_id": lk.trace_id,
+            "span_id": lk.span_id,
+            "attributes": attributes_to_json(lk.attributes),
+        }
+        for lk in links
+    ]
 
 
 def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:

@@ -1,0 +1,367 @@
+"""Ingest benchmark: sustained STORED spans/s, request latency and peak RSS of ``toolscore serve``,
+with Arize Phoenix measured under the same load in the same run as the peer.
+
+Load: many concurrent OTLP/gRPC exporters sending 512-span requests (the SDK's default batch) of
+realistic GenAI agent traces (7 spans each, ~1.5 KB per span with message content). The requests
+are serialised before the clock starts, so the load generator spends its CPU on sending, as an
+SDK's export thread does. toolscore acknowledges a request only after it is committed, so the
+time until the last acknowledgement is the time until every span is stored; the benchmark then
+counts the rows to check it. Phoenix acknowledges before storing, so its time is measured until
+every span is queryable in its database.
+
+    python benchmarks/bench_ingest.py --runs 3 \
+        --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test \
+        --phoenix .venv-phoenix/bin/phoenix
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+SPANS_PER_TRACE = 7
+BATCH = 512
+
+USER = (
+    "I am planning a three-day trip to Lisbon next month with my partner. We like food, "
+    "architecture and walking. Could you check the weather for those days, find two "
+    "restaurants near Alfama that serve vegetarian dishes, and tell me how long the tram 28 "
+    "ride takes from Martim Moniz to Prazeres? Please keep it short."
+)
+ASSISTANT = (
+    "Here is a plan: the forecast shows 22-25 °C and sun; Alfama has Ao 26 Vegan Food Project "
+    "and Pois Café; tram 28 takes about 40 minutes end to end."
+)
+
+
+def _kv(key: str, value: str | int | float) -> KeyValue:
+    if isinstance(value, str):
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(double_value=value))
+
+
+def _trace_spans(trace_no: int, run: int) -> list[Span]:
+    """One agent trace: agent span, two chat spans, four tool spans (~1.5 KB each on average)."""
+    trace_id = ((run << 64) | trace_no).to_bytes(16, "big")
+    base = trace_no * 16
+    start = 1_700_000_000_000_000_000 + trace_no * 1_000_000
+    conv = f"conv-{run}-{trace_no // 3}"
+    messages = json.dumps(
+        [{"role": "system", "parts": [{"type": "text", "content": "You are a travel agent."}]},
+         {"role": "user", "parts": [{"type": "text", "content": USER}]}]
+    )  # fmt: skip
+    output = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ASSISTANT}]}])
+    common = [_kv("gen_ai.conversation.id", conv), _kv("gen_ai.agent.name", "travel-planner")]
+    spans = [
+        Span(trace_id=trace_id, span_id=(base + 1).to_bytes(8, "big"), name="invoke_agent travel",
+             kind=1, start_time_unix_nano=start, end_time_unix_nano=start + 9_000_000,
+             attributes=[*common, _kv("gen_ai.operation.name", "invoke_agent"),
+                         _kv("gen_ai.input.messages", messages),
+                         _kv("gen_ai.output.messages", output)]),
+    ]  # fmt: skip
+    for i, tool in enumerate(["get_weather", "find_restaurants", "find_restaurants", "route"]):
+        args = json.dumps({"city": "Lisbon", "area": "Alfama", "diet": "vegetarian", "n": i})
+        result = json.dumps({"ok": True, "items": [f"result {i}-{k}: " + "x" * 60 for k in range(5)]})
+        spans.append(
+            Span(trace_id=trace_id, span_id=(base + 2 + i).to_bytes(8, "big"),
+                 parent_span_id=(base + 1).to_bytes(8, "big"), name=f"execute_tool {tool}",
+                 kind=1, start_time_unix_nano=start + (i + 1) * 1_000_000,
+                 end_time_unix_nano=start + (i + 1) * 1_000_000 + 500_000,
+                 attributes=[*common, _kv("gen_ai.operation.name", "execute_tool"),
+                             _kv("gen_ai.tool.name", tool), _kv("gen_ai.tool.call.id", f"call_{i}"),
+                             _kv("gen_ai.tool.call.arguments", args),
+                             _kv("gen_ai.tool.call.result", result)])
+        )  # fmt: skip
+    for i in range(2):
+        spans.append(
+            Span(trace_id=trace_id, span_id=(base + 6 + i).to_bytes(8, "big"),
+                 parent_span_id=(base + 1).to_bytes(8, "big"), name="chat gpt-4o", kind=3,
+                 start_time_unix_nano=start + 6_000_000 + i, end_time_unix_nano=start + 8_000_000,
+                 attributes=[*common, _kv("gen_ai.operation.name", "chat"),
+                             _kv("gen_ai.request.model", "gpt-4o"),
+                             _kv("gen_ai.usage.input_tokens", 812), _kv("gen_ai.usage.output_tokens", 96),
+                             _kv("gen_ai.request.temperature", 0.2),
+                             _kv("gen_ai.input.messages", messages), _kv("gen_ai.output.messages", output)])
+        )  # fmt: skip
+    return spans
+
+
+def build_requests(total_spans: int, run: int) -> list[bytes]:
+    """Serialised 512-span requests (traces may straddle two requests, as SDK batches do)."""
+    spans: list[Span] = []
+    trace_no = 0
+    while len(spans) < total_spans:
+        trace_no += 1
+        spans.extend(_trace_spans(trace_no, run))
+    spans = spans[:total_spans]
+    out = []
+    for i in range(0, len(spans), BATCH):
+        req = ExportTraceServiceRequest()
+        rs = req.resource_spans.add()
+        rs.resource.attributes.append(_kv("service.name", "travel-agent"))
+        ss = rs.scope_spans.add()
+        ss.scope.name = "opentelemetry.instrumentation.genai"
+        ss.spans.extend(spans[i : i + BATCH])
+        out.append(req.SerializeToString())
+    return out
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    seconds: float
+    latencies: list[float]
+    failures: int
+
+
+async def _drive(target: str, payloads: Sequence[bytes], concurrency: int) -> LoadResult:
+    """``concurrency`` exporters, each with its own channel, sending until the list is empty;
+    a refused request is retried after a short pause (as exporters do), so all get stored."""
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    for p in payloads:
+        queue.put_nowait(p)
+    latencies: list[float] = []
+    failures = 0
+
+    async def exporter() -> None:
+        nonlocal failures
+        async with grpc.aio.insecure_channel(target) as channel:
+            call = channel.unary_unary(TRACES)
+            while True:
+                try:
+                    payload = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                while True:
+                    t0 = time.perf_counter()
+                    try:
+                        await call(payload, timeout=60)
+                    except grpc.aio.AioRpcError as exc:
+                        if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                            raise
+                        failures += 1
+                        await asyncio.sleep(0.2)
+                        continue
+                    latencies.append(time.perf_counter() - t0)
+                    break
+
+    started = time.perf_counter()
+    await asyncio.gather(*(exporter() for _ in range(concurrency)))
+    return LoadResult(time.perf_counter() - started, latencies, failures)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+def _peak_rss_mb(pid: int) -> float:
+    text = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    system: str
+    spans: int
+    stored: int
+    seconds: float
+    stored_per_s: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    peak_rss_mb: float
+    refused_requests: int
+
+
+def run_toolscore(db_url: str, payloads: Sequence[bytes], concurrency: int, label: str) -> RunFigures:
+    from sqlalchemy import func, select
+
+    from storage.engine import create_engine
+    from storage.migrate import upgrade
+    from storage.telemetry import spans_table
+
+    upgrade(db_url)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collector", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
+         "--http", "off", "--no-upgrade", "--log-level", "WARNING"],
+        cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    try:
+        _wait_port(port)
+        load = asyncio.run(_drive(f"127.0.0.1:{port}", payloads, concurrency))
+        rss = _peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        stored = int(conn.execute(select(func.count()).select_from(spans_table)).scalar_one())
+    engine.dispose()
+    total = sum(_span_count(p) for p in payloads)
+    return RunFigures(label, total, stored, load.seconds, stored / load.seconds,
+                      _pct(load.latencies, 0.5), _pct(load.latencies, 0.95),
+                      _pct(load.latencies, 0.99), rss, load.failures)  # fmt: skip
+
+
+def _span_count(payload: bytes) -> int:
+    return sum(len(ss.spans) for rs in ExportTraceServiceRequest.FromString(payload).resource_spans
+               for ss in rs.scope_spans)  # fmt: skip
+
+
+def run_phoenix(phoenix: str, payloads: Sequence[bytes], concurrency: int, timeout: float) -> RunFigures:
+    workdir = Path(tempfile.mkdtemp(prefix="phoenix-bench-"))
+    grpc_port, http_port = _free_port(), _free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_GRPC_PORT": str(grpc_port),
+           "PHOENIX_PORT": str(http_port), "PHOENIX_TELEMETRY_ENABLED": "false"}  # fmt: skip
+    log = open(workdir / "phoenix.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([phoenix, "serve"], env=env, cwd=workdir, stdout=log, stderr=log)
+    total = sum(_span_count(p) for p in payloads)
+    try:
+        _wait_port(grpc_port, timeout=180)
+        _wait_port(http_port, timeout=180)
+        started = time.perf_counter()
+        load = asyncio.run(_drive(f"127.0.0.1:{grpc_port}", payloads, concurrency))
+        db = workdir / "phoenix.db"
+        stored = 0
+        deadline = started + timeout
+        while time.perf_counter() < deadline:
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                    stored = conn.execute("SELECT count(*) FROM spans").fetchone()[0]
+            except sqlite3.Error:
+                stored = 0
+            if stored >= total:
+                break
+            time.sleep(0.5)
+        seconds = time.perf_counter() - started
+        rss = _peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+    return RunFigures("phoenix (sqlite)", total, stored, seconds, stored / seconds,
+                      _pct(load.latencies, 0.5), _pct(load.latencies, 0.95),
+                      _pct(load.latencies, 0.99), rss, load.failures)  # fmt: skip
+
+
+def _fresh_postgres(admin_url: str) -> str:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = make_url(admin_url)
+    name = f"toolscore_bench_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return admin.set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_postgres(url: str, admin_url: str) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    engine = create_engine(make_url(admin_url), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    engine.dispose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=100_352, help="spans per toolscore run")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent exporters")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", metavar="URL", help="server URL; a fresh database per run")
+    parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
+    parser.add_argument("--phoenix-spans", type=int, default=5_120)
+    parser.add_argument("--phoenix-timeout", type=float, default=600)
+    parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
+    args = parser.parse_args(argv)
+
+    results: list[RunFigures] = []
+    for run in range(args.runs):
+        payloads = build_requests(args.spans, run=run + 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(run_toolscore(f"sqlite:///{tmp}/bench.db", payloads, args.concurrency, "toolscore (sqlite)"))
+            print(results[-1], flush=True)
+        if args.postgres:
+            url = _fresh_postgres(args.postgres)
+            try:
+                results.append(run_toolscore(url, payloads, args.concurrency, "toolscore (postgres)"))
+                print(results[-1], flush=True)
+            finally:
+                _drop_postgres(url, args.postgres)
+        if args.phoenix:
+            small = build_requests(args.phoenix_spans, run=100 + run)
+            results.append(run_phoenix(args.phoenix, small, args.concurrency, args.phoenix_timeout))
+            print(results[-1], flush=True)
+
+    print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}; concurrency {args.concurrency}, {BATCH}-span requests")  # fmt: skip
+    print("| system | spans/run | stored spans/s (median) | p50 ms | p95 ms | p99 ms | peak RSS MB | all stored |")
+    print("|---|---|---|---|---|---|---|---|")
+    medians: dict[str, float] = {}
+    for system in dict.fromkeys(r.system for r in results):
+        rs = [r for r in results if r.system == system]
+        med = statistics.median(r.stored_per_s for r in rs)
+        medians[system] = med
+        print(f"| {system} | {rs[0].spans} | {med:,.0f} | {statistics.median(r.p50_ms for r in rs):.0f} | "
+              f"{statistics.median(r.p95_ms for r in rs):.0f} | {statistics.median(r.p99_ms for r in rs):.0f} | "
+              f"{max(r.peak_rss_mb for r in rs):.0f} | {all(r.stored == r.spans for r in rs)} |")  # fmt: skip
+    peer = medians.get("phoenix (sqlite)")
+    if peer:
+        for system, med in medians.items():
+            if system.startswith("toolscore"):
+                print(f"{system}: {med / peer:,.0f}x Phoenix's stored spans/s")
+    if args.out:
+        args.out.write_text(json.dumps([asdict(r) for r in results], indent=2))
+    return 0 if all(r.stored == r.spans for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
