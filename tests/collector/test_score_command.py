@@ -1,0 +1,236 @@
+"""``toolscore score`` end to end: the real console script on real files and stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scorer import ragas_oracle
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(sys.executable).with_name("toolscore")
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "collector"]
+
+
+def toolscore(*args: str, stdin: bytes | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*COMMAND, "score", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+        **kwargs,
+    )
+
+
+def sample(sid: str, predicted: list[dict], reference: list[dict] | None) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"type": "human", "content": "hi"}]
+    if predicted:
+        messages.append({"type": "ai", "content": "", "tool_calls": predicted})
+        messages += [{"type": "tool", "content": "ok"} for _ in predicted]
+    messages.append({"type": "ai", "content": "done"})
+    out: dict[str, Any] = {"id": sid, "user_input": messages}
+    if reference is not None:
+        out["reference_tool_calls"] = reference
+    return out
+
+
+SEARCH = {"name": "search", "args": {"q": "python"}}
+FILTER = {"name": "filter", "args": {"type": "recent"}}
+GOOD = sample("good", [SEARCH, FILTER], [SEARCH, FILTER])
+SWAPPED = sample("swapped", [FILTER, SEARCH], [SEARCH, FILTER])
+
+
+def outputs(result: subprocess.CompletedProcess) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.decode().splitlines()]
+
+
+def write_jsonl(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return path
+
+
+def test_scores_every_line_in_order_with_default_instances(tmp_path):
+    result = toolscore(str(write_jsonl(tmp_path / "s.jsonl", [GOOD, SWAPPED])))
+    assert result.returncode == 0, result.stderr
+    good, swapped = outputs(result)
+    assert list(good) == ["id", "tool_call_accuracy", "tool_call_f1", "details"]
+    assert (good["id"], good["tool_call_accuracy"], good["tool_call_f1"]) == ("good", 1.0, 1.0)
+    assert (swapped["tool_call_accuracy"], swapped["tool_call_f1"]) == (0.0, 1.0)
+    assert swapped["details"]["tool_call_accuracy"]["aligned"] is False
+    assert result.stderr == b""  # no progress bar when stderr is not a terminal
+
+
+def test_malformed_and_refused_lines_get_an_error_naming_the_line_and_the_rest_is_scored(
+    tmp_path,
+):
+    tool_first = {"id": "t", "user_input": [{"type": "tool", "content": "x"}]}
+    no_args = sample("n", [{"name": "search"}], [SEARCH])
+    unknown_type = {"user_input": [{"type": "system", "content": "x"}], "reference_tool_calls": []}
+    null_content = {"user_input": [{"type": "human", "content": None}], "reference_tool_calls": []}
+    lines = [GOOD, "{not json", "[1, 2]", tool_first, no_args, unknown_type, null_content, SWAPPED]
+    result = toolscore(str(write_jsonl(tmp_path / "s.jsonl", lines)))
+    assert result.returncode == 1
+    rows = outputs(result)
+    assert len(rows) == 8
+    assert rows[0]["tool_call_accuracy"] == 1.0 and "error" not in rows[0]
+    assert rows[7]["id"] == "swapped" and rows[7]["tool_call_f1"] == 1.0
+    errors = [row["error"] for row in rows[1:7]]
+    assert errors[0].startswith("line 2: not valid JSON")
+    assert errors[1] == "line 3: a sample must be a JSON object, got an array"
+    assert errors[2] == "line 4: user_input[0]: a tool message must come after an ai message"
+    assert errors[3].startswith("line 5: user_input[1].tool_calls[0].args: missing")
+    assert errors[4].startswith("line 6: user_input[0].type: unknown message type 'system'")
+    assert errors[5] == "line 7: user_input[0].content: must be a string, got null"
+    for row in rows[1:7]:
+        assert row["tool_call_accuracy"] is None and row["tool_call_f1"] is None
+    assert rows[3]["id"] == "t"  # the id survives when the sample is readable enough
+
+
+def test_null_reference_gives_null_scores_with_errors_and_a_failing_status(tmp_path):
+    result = toolscore(str(write_jsonl(tmp_path / "s.jsonl", [sample("x", [SEARCH], None)])))
+    assert result.returncode == 1
+    (row,) = outputs(result)
+    assert row["tool_call_accuracy"] is None and row["tool_call_f1"] is None
+    assert "reference_tool_calls is missing" in row["errors"]["tool_call_accuracy"]
+
+
+def test_reads_stdin_with_dash_or_without_a_file_argument():
+    data = (json.dumps(GOOD) + "\n\n" + json.dumps(SWAPPED) + "\n").encode()
+    for args in (("-",), ()):
+        result = toolscore(*args, stdin=data)
+        assert result.returncode == 0, result.stderr
+        assert [row["id"] for row in outputs(result)] == ["good", "swapped"]  # blank line skipped
+
+
+def test_config_file_defines_the_output_keys_in_file_order(tmp_path):
+    config = tmp_path / "scoring.yaml"
+    config.write_text(
+        "metrics:\n"
+        "  any_order: {type: tool_call_accuracy, order: flexible}\n"
+        "  fuzzy: {type: tool_call_accuracy, args: levenshtein}\n"
+        "  f1: {type: tool_call_f1}\n"
+    )
+    near = sample("near", [{"name": "search", "args": {"q": "pythn"}}], [SEARCH])
+    data = (json.dumps(SWAPPED) + "\n" + json.dumps(near) + "\n").encode()
+    result = toolscore("--config", str(config), stdin=data)
+    assert result.returncode == 0, result.stderr
+    swapped, fuzzy = outputs(result)
+    assert list(swapped)[:4] == ["id", "any_order", "fuzzy", "f1"]
+    assert swapped["any_order"] == 1.0
+    assert fuzzy["fuzzy"] == pytest.approx(1 - 1 / 6)
+
+
+def test_invalid_config_is_a_usage_error_naming_the_path_and_nothing_is_scored(tmp_path):
+    config = tmp_path / "scoring.yaml"
+    config.write_text(
+        "metrics:\n"
+        "  accuracy_fuzzy:\n"
+        "    type: tool_call_accuracy\n"
+        "    tools:\n"
+        "      search: {args: {query: normalised}}\n"
+    )
+    result = toolscore("--config", str(config), stdin=json.dumps(GOOD).encode())
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert (
+        "metrics.accuracy_fuzzy.tools.search.args.query: unknown comparator 'normalised'"
+        in result.stderr.decode()
+    )
+
+
+def test_missing_input_file_is_a_usage_error(tmp_path):
+    result = toolscore(str(tmp_path / "nope.jsonl"))
+    assert result.returncode == 2
+    assert "cannot read" in result.stderr.decode()
+
+
+def test_reads_a_json_array_document_and_a_pretty_printed_samples_wrapper(tmp_path):
+    array = tmp_path / "dataset.json"
+    array.write_text(json.dumps([GOOD, SWAPPED], indent=2))
+    wrapper = tmp_path / "wrapped.json"
+    wrapper.write_text(json.dumps({"samples": [GOOD, SWAPPED], "name": None}, indent=2))
+    for path in (array, wrapper):
+        result = toolscore(str(path))
+        assert result.returncode == 0, result.stderr
+        assert [(r["id"], r["tool_call_accuracy"]) for r in outputs(result)] == [
+            ("good", 1.0),
+            ("swapped", 0.0),
+        ]
+
+
+def test_integers_beyond_64_bits_and_nan_are_read_as_python_json_reads_them(tmp_path):
+    big = "18446744073709551616"
+    line = (
+        '{"user_input": [{"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": '
+        f'{{"n": {big}, "x": NaN}}}}]}}], "reference_tool_calls": [{{"name": "f", "args": '
+        f'{{"n": "{big}", "x": "nan"}}}}]}}'
+    )
+    result = toolscore(stdin=(line + "\n").encode())
+    assert result.returncode == 0, result.stderr
+    (row,) = outputs(result)
+    # str(18446744073709551616) == "18446744073709551616" and str(nan) == "nan": both match
+    assert row["tool_call_accuracy"] == 1.0
+
+
+def test_no_details_omits_explanations():
+    result = toolscore("--no-details", stdin=json.dumps(GOOD).encode())
+    assert result.returncode == 0
+    (row,) = outputs(result)
+    assert row == {"id": "good", "tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+
+
+def test_progress_goes_to_stderr_only_when_it_is_a_terminal(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", [GOOD] * 300)
+    master, slave = pty.openpty()
+    try:
+        result = subprocess.run(
+            [*COMMAND, "score", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        os.close(slave)
+        slave = -1
+        progress = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            progress += chunk
+    finally:
+        if slave != -1:
+            os.close(slave)
+        os.close(master)
+    assert result.returncode == 0
+    assert b"300 samples" in progress
+    assert len(result.stdout.decode().splitlines()) == 300  # stdout stays pure JSON Lines
+
+
+@ragas_oracle.requires_ragas
+def test_ragas_exported_jsonl_scores_like_ragas(tmp_path):
+    from ragas import EvaluationDataset
+
+    samples = [GOOD, SWAPPED, sample("partial", [SEARCH], [SEARCH, FILTER])]
+    for s in samples:
+        s.pop("id")
+    path = tmp_path / "ragas.jsonl"
+    EvaluationDataset.from_list(samples).to_jsonl(path)
+    result = toolscore(str(path))
+    assert result.returncode == 0, result.stderr
+    rows = outputs(result)
+    assert [r["tool_call_accuracy"] for r in rows] == [ragas_oracle.accuracy(s) for s in samples]
+    assert [r["tool_call_f1"] for r in rows] == [ragas_oracle.f1(s) for s in samples]
