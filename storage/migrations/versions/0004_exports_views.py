@@ -1,4 +1,4 @@
-"""export outbox (evaluation_exports), pass thresholds (metric_thresholds) and the history views
+"""export outbox, pass thresholds, rescore runs, and the history views
 
 Revision ID: 0004
 Revises: 0003
@@ -189,6 +189,25 @@ def upgrade() -> None:
         sa.Column("threshold", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("metric", name="pk_metric_thresholds"),
     )
+    op.create_table(
+        "rescore_runs",
+        sa.Column("id", sa.Text(), nullable=False),
+        sa.Column("started_at", TS, nullable=False),
+        sa.Column("finished_at", TS, nullable=True),
+        sa.Column("expectation_id", sa.Text(), nullable=True),
+        sa.Column("since", TS, nullable=True),
+        sa.Column("config_hash", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_rescore_runs"),
+    )
+    op.create_table(
+        "rescore_run_items",
+        sa.Column("run_id", sa.Text(), nullable=False),
+        sa.Column("conversation_id", sa.Text(), nullable=False),
+        sa.Column("outcome", sa.Text(), nullable=False),
+        sa.Column("revision", sa.Integer(), nullable=True),
+        sa.Column("done_at", TS, nullable=False),
+        sa.PrimaryKeyConstraint("run_id", "conversation_id", name="pk_rescore_run_items"),
+    )
     for statement in view_sql(op.get_bind().dialect.name).values():
         op.execute(statement)
 
@@ -196,6 +215,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {name}")
+    op.drop_table("rescore_run_items")
+    op.drop_table("rescore_runs")
     op.drop_table("metric_thresholds")
     op.drop_index(
         "ix_evaluation_exports_exported_at_next_attempt_at", table_name="evaluation_exports"
