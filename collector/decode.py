@@ -218,6 +218,7 @@ def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
     short = trunc.limit // 4  # a string this long cannot be over the limit in UTF-8
     kv: KeyValue
     for kv in kvs:
+        key = kv.key
         value = kv.value
         # Hot path (most attributes are scalars): inlined, no call per value.
         kind = value.WhichOneof("value")
@@ -226,19 +227,19 @@ def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
             if len(text) > short:
                 text, cut = trunc.text(text)
                 if cut:
-                    cut_keys.append(kv.key)
-            out[kv.key] = text
+                    cut_keys.append(key)
+            out[key] = text
         elif kind == "int_value":
-            out[kv.key] = value.int_value
+            out[key] = value.int_value
         elif kind == "bool_value":
-            out[kv.key] = value.bool_value
+            out[key] = value.bool_value
         elif kind == "double_value":
-            out[kv.key] = value.double_value
+            out[key] = value.double_value
         else:
             decoded, cut = any_value(value, trunc)
-            out[kv.key] = decoded
+            out[key] = decoded
             if cut:
-                cut_keys.append(kv.key)
+                cut_keys.append(key)
     if cut_keys:
         out[TRUNCATED_ATTRIBUTE] = cut_keys
     return out
@@ -301,6 +302,9 @@ def decode_traces(
                 if problem is not None:
                     rejected.add(problem)
                     continue
+                events = span.events
+                links = span.links
+                status = span.status
                 spans.append(
                     SpanRecord(
                         trace_id=trace_id.hex(),
@@ -315,25 +319,28 @@ def decode_traces(
                         resource_attributes=resource_attrs,
                         scope_name=scope_name,
                         scope_version=scope_version,
-                        status_code=span.status.code,
-                        status_message=span.status.message,
-                        events=tuple(
-                            SpanEvent(e.name, e.time_unix_nano, attributes(e.attributes, trunc))
-                            for e in span.events
-                        ),
-                        links=tuple(
-                            SpanLink(
-                                lk.trace_id.hex(),
-                                lk.span_id.hex(),
-                                attributes(lk.attributes, trunc),
-                            )
-                            for lk in span.links
-                            # a link with unusable ids is dropped; the span itself is kept
-                            if len(lk.trace_id) == 16 and len(lk.span_id) == 8
-                        ),
+                        status_code=status.code,
+                        status_message=status.message,
+                        events=_events(events, trunc) if events else (),
+                        links=_links(links, trunc) if links else (),
                     )
                 )
     return DecodedTraces(tuple(spans), rejected.count, rejected.message("spans"), trunc.total)
+
+
+def _events(events: Any, trunc: _Truncation) -> tuple[SpanEvent, ...]:
+    return tuple(
+        SpanEvent(e.name, e.time_unix_nano, attributes(e.attributes, trunc)) for e in events
+    )
+
+
+def _links(links: Any, trunc: _Truncation) -> tuple[SpanLink, ...]:
+    return tuple(
+        SpanLink(lk.trace_id.hex(), lk.span_id.hex(), attributes(lk.attributes, trunc))
+        for lk in links
+        # a link with unusable ids is dropped; the span itself is kept
+        if len(lk.trace_id) == 16 and len(lk.span_id) == 8
+    )
 
 
 # --- logs ------------------------------------------------------------------------------------
