@@ -375,3 +375,90 @@ def test_odd_input_never_raises() -> None:
     assert isinstance(result_.warnings, tuple)
     assert reconstruct([]).tool_calls == ()
     assert reconstruct([]).root_span_id is None
+
+
+def test_langchain_wrapper_arguments_on_an_openllmetry_tool_span_attach_by_value() -> None:
+    wrapper = {
+        "input_str": "{'city': 'Paris'}",
+        "tags": [],
+        "metadata": {},
+        "inputs": {"city": "Paris"},
+        "kwargs": {"tool_call_id": "c1"},
+    }
+    spans = [
+        chat([user("q")], [assistant(W)], start=0),
+        tool("get_weather", wrapper, None, out="18C", start=10),
+    ]
+    result_ = reconstruct(spans)
+    assert [(c.name, c.arguments, c.span_id) for c in result_.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, spans[1].span_id)
+    ]
+    assert result_.messages[2] == {"type": "tool", "content": "18C"}
+
+
+def test_positional_arguments_of_an_unmatched_tool_span_are_named_from_the_tool_definitions() -> (
+    None
+):
+    definitions = [
+        {"type": "function", "name": "get_time", "parameters": {"properties": {"timezone": {}}}}
+    ]
+    spans = [
+        span(
+            "chat",
+            {"gen_ai.operation.name": "chat", "gen_ai.tool.definitions": json.dumps(definitions)},
+            start=0,
+        ),
+        span(
+            "get_time.tool",
+            {
+                "traceloop.span.kind": "tool",
+                "traceloop.entity.name": "get_time",
+                "traceloop.entity.input": '{"args": ["Asia/Tokyo"], "kwargs": {}}',
+            },
+            start=10,
+        ),
+    ]
+    [call] = reconstruct(spans).tool_calls
+    assert (call.name, call.arguments, call.arguments_ok, call.convention) == (
+        "get_time",
+        {"timezone": "Asia/Tokyo"},
+        True,
+        "openllmetry",
+    )
+
+
+def test_pydantic_ai_format_2_tool_spans() -> None:
+    spans = [
+        span(
+            "running tool",
+            {"tool_arguments": '{"city":"Paris"}', "gen_ai.tool.name": "get_weather"},
+            start=0,
+            scope="pydantic-ai",
+        )
+    ]
+    assert calls(spans) == [("get_weather", {"city": "Paris"})]
+
+
+def test_handoff_tool_spans_are_not_calls() -> None:
+    spans = [
+        span(
+            "handoff to Billing",
+            {"openinference.span.kind": "TOOL", "tool.name": "handoff to Billing"},
+            start=0,
+        ),
+        span(
+            "lookup",
+            {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": '{"q": 1}'},
+            start=5,
+        ),
+    ]
+    assert calls(spans) == [("lookup", {"q": 1})]
+
+
+def test_a_failed_tool_run_still_counts_the_requested_call_once() -> None:
+    spans = [
+        chat([user("q")], [assistant(W)], start=0),
+        tool("get_weather", W[1], "c1", start=10, status=2),
+        tool("get_weather", W[1], "c1", start=20),  # retried by the framework, same call id
+    ]
+    assert calls(spans) == [("get_weather", {"city": "Paris"})]
