@@ -128,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
                 current_only=args.current_only,
             )
             n = (write_csv if args.format == "csv" else write_jsonl)(rows, out)
+    except BrokenPipeError:  # e.g. `| head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
-        print(f"toolscore export: cannot write {args.output}: {exc}", file=sys.stderr)
+        print(f"toolscore export: cannot write {args.output or 'stdout'}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
         print(f"toolscore export: cannot read {redact(url)}: {exc}", file=sys.stderr)
