@@ -181,3 +181,42 @@ def test_malformed_arguments_are_flagged_and_the_retry_counts(
         spans,
         [{"name": "get_weather", "args": {}}, {"name": "get_weather", "args": {"city": "Paris"}}],
     )
+
+
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
+@pytest.mark.filterwarnings("ignore:Instrumentation format versions")
+def test_every_instrumentation_format_gives_the_same_calls(version: int) -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, version=version))  # type: ignore[arg-type]
+    try:
+        script = turn_based(
+            [
+                ModelResponse(
+                    parts=[
+                        call("get_weather", '{"city": "Paris"}', "call_w1"),
+                        call("get_time", {"timezone": "Asia/Tokyo"}, "call_t2"),
+                    ]
+                ),
+                ModelResponse(parts=[TextPart("18C and 09:00")]),
+            ]
+        )
+        weather_agent(script).run_sync(QUESTION)
+    finally:
+        Agent.instrument_all(False)
+        provider.shutdown()
+    spans = spans_of(memory)
+    tool_spans = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
+    assert len(tool_spans) == 2
+    result = reconstruct(spans)
+    assert [(c.name, c.arguments, c.call_id) for c in result.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, "call_w1"),
+        ("get_time", {"timezone": "Asia/Tokyo"}, "call_t2"),
+    ]
+    assert [c.span_id for c in result.tool_calls] == [
+        next(s.span_id for s in tool_spans if s.attributes["gen_ai.tool.name"] == name)
+        for name in ("get_weather", "get_time")
+    ]
+    assert [m["type"] for m in result.messages] == ["human", "ai", "tool", "tool", "ai"]
+    assert result.warnings == ()
