@@ -12,8 +12,7 @@ from collector.pipeline.assign import AssignConfig
 from collector.pipeline.claim import Timing
 from collector.pipeline.hook import ConversationHook
 from collector.pipeline.options import PipelineOptions
-from collector.pipeline.score import ScoreOutcome
-from collector.pipeline.worker import PipelineWorker
+from collector.pipeline.worker import PipelineWorker, ScoringProcess
 from scorer import ScoringConfig, default_config
 
 
@@ -34,9 +33,9 @@ class PipelineMetrics:
             registry=registry,  # type: ignore[arg-type]
         )
 
-    def observe(self, outcomes: Sequence[ScoreOutcome], latencies: Sequence[float]) -> None:
-        for outcome in outcomes:
-            self.conversations.labels(outcome.status).inc()
+    def observe(self, statuses: Sequence[str], latencies: Sequence[float]) -> None:
+        for status in statuses:
+            self.conversations.labels(status).inc()
         for seconds in latencies:
             self.latency.observe(seconds)
 
@@ -48,15 +47,29 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         config: ScoringConfig = ctx.scoring_config or default_config()
         timing = Timing(settle_s=options.settle_s, idle_s=options.root_idle_s)
         metrics = PipelineMetrics(ctx.metrics.registry)
-        worker = PipelineWorker(ctx.engine, config, timing=timing, observer=metrics.observe)
+        process = None
+        if options.separate_process:
+            process = ScoringProcess(ctx.settings.db_url, ctx.settings.config_path)
+        # Several workers claim disjoint conversations from the database, each with its own id.
+        workers = [
+            PipelineWorker(
+                ctx.engine, config, timing=timing, observer=metrics.observe, process=process
+            )
+            for _ in range(options.scoring_processes if process is not None else 1)
+        ]
+
+        def notify(due_ns: int) -> None:
+            for worker in workers:
+                worker.notify(due_ns)
+
         hook = ConversationHook(
             AssignConfig(
                 conversation_keys=options.conversation_keys or DEFAULT_CONVERSATION_KEYS,
                 reference_key=options.reference_key or DEFAULT_REFERENCE_KEY,
             ),
             timing,
-            notify=worker.notify,
+            notify=notify,
         )
-        return Extension(hooks=[hook], components=[worker])
+        return Extension(hooks=[hook], components=workers)
 
     return build

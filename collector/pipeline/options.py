@@ -10,6 +10,8 @@ ENV_SETTLE = "TOOLSCORE_SETTLE"
 ENV_ROOT_IDLE = "TOOLSCORE_ROOT_IDLE"
 ENV_CONVERSATION_KEYS = "TOOLSCORE_CONVERSATION_KEYS"
 ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
+ENV_SCORING_IN_PROCESS = "TOOLSCORE_SCORING_IN_PROCESS"
+ENV_SCORING_PROCESSES = "TOOLSCORE_SCORING_PROCESSES"
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 
@@ -25,6 +27,10 @@ class PipelineOptions:
     root_idle_s: float = DEFAULT_ROOT_IDLE_S
     conversation_keys: tuple[str, ...] | None = None  # None: the built-in list
     reference_key: str | None = None  # None: toolscore.reference.id
+    # Score in a child process (its own GIL) rather than a thread of the server. ``serve``
+    # defaults to True; embedding code (tests) defaults to the cheaper thread.
+    separate_process: bool = False
+    scoring_processes: int = 1  # with separate_process: how many child processes score
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(env {ENV_REFERENCE_KEY}; default toolscore.reference.id)",
     )
     add(
+        "--scoring-in-process",
+        action="store_true",
+        help="score in a thread of the server process instead of a child process (less "
+        "memory, but scoring then competes with ingest for one CPU) "
+        f"(env {ENV_SCORING_IN_PROCESS})",
+    )
+    add(
+        "--scoring-processes",
+        type=int,
+        metavar="N",
+        help="child processes that score in parallel, for machines with spare cores "
+        f"(env {ENV_SCORING_PROCESSES}; default 1)",
+    )
+    add(
         "--no-scoring",
         action="store_true",
         help="only store telemetry; do not assemble or score conversations",
@@ -89,7 +109,19 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
     elif environ.get(ENV_CONVERSATION_KEYS, "").strip():
         keys = tuple(k.strip() for k in environ[ENV_CONVERSATION_KEYS].split(",") if k.strip())
     reference = getattr(args, "reference_key", None) or environ.get(ENV_REFERENCE_KEY, "").strip()
+    processes_text = getattr(args, "scoring_processes", None)
+    processes_src = "--scoring-processes"
+    if processes_text is None:
+        processes_text = environ.get(ENV_SCORING_PROCESSES, "").strip() or "1"
+        processes_src = ENV_SCORING_PROCESSES
+    try:
+        processes = int(processes_text)
+    except ValueError:
+        raise PipelineOptionError(f"{processes_src}: {processes_text!r} is not a number") from None
+    if processes < 1:
+        raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
     return PipelineOptions(
+        scoring_processes=processes,
         enabled=not getattr(args, "no_scoring", False),
         settle_s=_seconds(
             getattr(args, "settle", None), ENV_SETTLE, environ, "--settle", DEFAULT_SETTLE_S
@@ -103,4 +135,8 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
         ),
         conversation_keys=keys or None,
         reference_key=reference or None,
+        separate_process=not (
+            getattr(args, "scoring_in_process", False)
+            or environ.get(ENV_SCORING_IN_PROCESS, "").strip().lower() in ("1", "true", "yes")
+        ),
     )

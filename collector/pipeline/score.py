@@ -18,10 +18,16 @@ from typing import Any
 
 from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null, select, true
 
+from collector.conversation_keys import normalize_user_input
 from collector.model import LogRecordData, SpanRecord
 from collector.reconstruct import reconstruct
 from scorer import SampleError, ScoringConfig, parse_sample
-from storage.expectations import match_expectation
+from storage.expectations import (
+    ExpectationRow,
+    find_by_conversation_id,
+    find_by_id,
+    find_by_user_input,
+)
 from storage.pipeline import (
     STATUS_ERROR,
     STATUS_SCORED,
@@ -111,6 +117,33 @@ def _evaluate(
     return tuple(rows), None
 
 
+class _Matcher:
+    """``storage.expectations.match_expectation``'s rules and order, with the lookups by id and
+    by user input memoised for one round (many conversations share them)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._by_id: dict[str, ExpectationRow | None] = {}
+        self._by_text: dict[str, ExpectationRow | None] = {}
+
+    def match(
+        self, reference_id: str | None, conversation_id: str, first_user_message: str | None
+    ) -> ExpectationRow | None:
+        if reference_id:
+            if reference_id not in self._by_id:
+                self._by_id[reference_id] = find_by_id(self._conn, reference_id)
+            if (found := self._by_id[reference_id]) is not None:
+                return found
+        if (found := find_by_conversation_id(self._conn, conversation_id)) is not None:
+            return found
+        norm = normalize_user_input(first_user_message) if first_user_message else ""
+        if not norm:
+            return None
+        if norm not in self._by_text:
+            self._by_text[norm] = find_by_user_input(self._conn, norm)
+        return self._by_text[norm]
+
+
 def _call_rows(calls: Sequence[Any]) -> tuple[dict[str, Any], ...]:
     return tuple(
         {
@@ -129,7 +162,7 @@ def _call_rows(calls: Sequence[Any]) -> tuple[dict[str, Any], ...]:
 
 
 def _compute_one(
-    conn: Connection,
+    matcher: _Matcher,
     row: Mapping[str, Any],
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
@@ -145,12 +178,7 @@ def _compute_one(
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         return _Computed(status=STATUS_ERROR, error=f"reconstruction failed: {exc!r}", **base)
     calls = _call_rows(rec.tool_calls)
-    expectation = match_expectation(
-        conn,
-        reference_id=row["reference_id"],
-        conversation_id=row["id"],
-        first_user_message=rec.first_user_message,
-    )
+    expectation = matcher.match(row["reference_id"], row["id"], rec.first_user_message)
     common = {"first_user_message": rec.first_user_message, "calls": calls, **base}
     if expectation is None:
         return _Computed(status=STATUS_UNMATCHED, **common)
@@ -191,7 +219,8 @@ def compute(conn: Connection, ids: Sequence[str], config: ScoringConfig) -> list
     for log in load_logs(conn, trace_ids):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
-    return [_compute_one(conn, r, spans[r["id"]], logs[r["id"]], config) for r in rows]
+    matcher = _Matcher(conn)
+    return [_compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config) for r in rows]
 
 
 def write(

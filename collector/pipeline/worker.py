@@ -2,8 +2,12 @@
 
 It sleeps until the next conversation becomes due (read from the database, so state survives
 restarts and other processes' ingest is seen), at most ``poll_s`` (other ``serve`` processes
-sharing the database cannot wake it), and is woken early by the ingest hook. Database work runs in
-a thread so the event loop keeps serving OTLP requests.
+sharing the database cannot wake it), and is woken early by the ingest hook.
+
+A round (claim, reconstruct and score, write) is CPU-bound Python. It runs either in a thread of
+the server process or, with a :class:`ScoringProcess`, in a child process with its own database
+connection, so that scoring does not compete with ingest for the GIL (this is what lets scoring
+keep up with ingest on a multi-core machine).
 """
 
 from __future__ import annotations
@@ -12,44 +16,58 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import multiprocessing
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sqlalchemy import Engine
 
 from collector.pipeline.claim import NS, Timing, claim_ready, next_due_ns
-from collector.pipeline.score import ScoreOutcome, compute, write
+from collector.pipeline.score import compute, write
 from scorer import ScoringConfig
 
 log = logging.getLogger(__name__)
 
+Observer = Callable[[Sequence[str], Sequence[float]], None]  # statuses, latencies (s)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    claimed: int
+    due_ns: int | None  # when the next conversation becomes ready (when nothing was claimed)
+    statuses: tuple[str, ...] = ()  # scored / unmatched / error, one per written conversation
+    latencies: tuple[float, ...] = ()  # seconds from its last span to its rows, likewise
+
 
 @dataclass(slots=True)
 class PipelineStats:
-    """Counters since start (read by /metrics and the benchmark)."""
+    """Counters since start (read by tests and the benchmark)."""
 
     scored: int = 0
     unmatched: int = 0
     errors: int = 0
     rounds: int = 0
-    latency_s: list[float] = field(default_factory=list)  # last span -> rows, recent ones
+    latency_s: list[float] = field(default_factory=list)  # the most recent ones
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def record(self, outcomes: list[ScoreOutcome], latencies: list[float]) -> None:
+    def record(self, result: RoundResult) -> None:
         with self.lock:
-            for o in outcomes:
-                if o.status == "scored":
+            self.rounds += 1
+            for status in result.statuses:
+                if status == "scored":
                     self.scored += 1
-                elif o.status == "unmatched":
+                elif status == "unmatched":
                     self.unmatched += 1
                 else:
                     self.errors += 1
-            self.latency_s.extend(latencies)
+            self.latency_s.extend(result.latencies)
             del self.latency_s[:-10_000]
 
 
@@ -57,8 +75,89 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class RoundRunner:
+    """One round, blocking: claim ready conversations, score them, write their revisions."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: ScoringConfig,
+        *,
+        timing: Timing,
+        batch_size: int,
+        worker_id: str,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.engine = engine
+        self.config = config
+        self.timing = timing
+        self.batch_size = batch_size
+        self.worker_id = worker_id
+        self._clock_ns = clock_ns
+
+    def run_once(self) -> RoundResult:
+        now_ns = self._clock_ns()
+        with self.engine.begin() as conn:
+            claimed = claim_ready(
+                conn,
+                worker_id=self.worker_id,
+                now_ns=now_ns,
+                timing=self.timing,
+                limit=self.batch_size,
+            )
+        if not claimed:
+            with self.engine.connect() as conn:
+                return RoundResult(0, next_due_ns(conn, now_ns=now_ns, timing=self.timing))
+        with self.engine.connect() as conn:
+            computed = compute(conn, [c.conversation_id for c in claimed], self.config)
+            conn.rollback()
+        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
+        seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
+        with self.engine.begin() as conn:
+            outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
+        done_ns = self._clock_ns()
+        return RoundResult(
+            len(claimed),
+            None,
+            tuple(o.status for o in outcomes),
+            tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringProcess:
+    """Run rounds in a child process: it connects to ``db_url`` and loads its scoring config
+    from ``config_path`` (``None``: the default config), as the server did."""
+
+    db_url: str
+    config_path: Path | None = None
+
+
+_child_runner: RoundRunner | None = None
+
+
+def _child_init(spec: ScoringProcess, timing: Timing, batch_size: int, worker_id: str) -> None:
+    global _child_runner
+    from scorer import default_config, load_config
+    from storage.engine import create_engine
+
+    config = load_config(spec.config_path) if spec.config_path else default_config()
+    _child_runner = RoundRunner(
+        create_engine(spec.db_url),
+        config,
+        timing=timing,
+        batch_size=batch_size,
+        worker_id=worker_id,
+    )
+
+
+def _child_round() -> RoundResult:
+    assert _child_runner is not None, "scoring process not initialised"
+    return _child_runner.run_once()
+
+
 class PipelineWorker:
-    """Claims and scores conversations until stopped."""
+    """Claims and scores conversations until stopped (a ``collector.app.Component``)."""
 
     def __init__(
         self,
@@ -70,16 +169,24 @@ class PipelineWorker:
         poll_s: float = 1.0,
         worker_id: str | None = None,
         clock_ns: Callable[[], int] = time.time_ns,
-        observer: Callable[[list[ScoreOutcome], list[float]], None] | None = None,
+        observer: Observer | None = None,
+        process: ScoringProcess | None = None,
     ) -> None:
-        self.engine = engine
-        self._observer = observer
-        self.config = config
         self.timing = timing or Timing()
-        self.batch_size = batch_size
-        self.poll_s = poll_s
         self.worker_id = worker_id or default_worker_id()
+        self.poll_s = poll_s
         self.stats = PipelineStats()
+        self._runner = RoundRunner(
+            engine,
+            config,
+            timing=self.timing,
+            batch_size=batch_size,
+            worker_id=self.worker_id,
+            clock_ns=clock_ns,
+        )
+        self._process = process
+        self._pool: ProcessPoolExecutor | None = None
+        self._observer = observer
         self._clock_ns = clock_ns
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -101,6 +208,9 @@ class PipelineWorker:
         if self._task is not None:
             await self._task  # finishes the round in progress: no half-written revision
             self._task = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     # --- wake-ups ----------------------------------------------------------------------------
 
@@ -109,7 +219,8 @@ class PipelineWorker:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(self._set_hint, due_ns)
+        with contextlib.suppress(RuntimeError):  # loop closing
+            loop.call_soon_threadsafe(self._set_hint, due_ns)
 
     def _set_hint(self, due_ns: int) -> None:
         if self._hint_ns is None or due_ns < self._hint_ns:
@@ -118,21 +229,56 @@ class PipelineWorker:
 
     # --- the loop ----------------------------------------------------------------------------
 
+    def run_once(self) -> RoundResult:
+        """One round in the calling thread (tests, tools); the loop uses :meth:`_round`."""
+        result = self._runner.run_once()
+        self._record(result)
+        return result
+
+    def _record(self, result: RoundResult) -> None:
+        self.stats.record(result)
+        if self._observer is not None and result.statuses:
+            self._observer(result.statuses, result.latencies)
+
+    async def _round(self) -> RoundResult:
+        if self._process is None:
+            return await asyncio.to_thread(self.run_once)
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_child_init,
+                initargs=(
+                    self._process,
+                    self.timing,
+                    self._runner.batch_size,
+                    self.worker_id,
+                ),
+            )
+        loop = asyncio.get_running_loop()
+        try:
+            result = await loop.run_in_executor(self._pool, _child_round)
+        except Exception:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None  # a new child next round; its lease-protected claims expire
+            raise
+        self._record(result)
+        return result
+
     async def _run(self) -> None:
         while not self._stopping:
             try:
-                claimed, due = await asyncio.to_thread(self.run_once)
+                result = await self._round()
             except Exception:  # the database may be briefly unavailable: retry, never die
                 log.exception("pipeline round failed; retrying")
-                claimed, due = 0, None
                 await self._sleep(self.poll_s)
                 continue
-            if claimed:
+            if result.claimed:
                 continue  # more may be ready right now
             now = self._clock_ns()
             if self._hint_ns is not None and self._hint_ns <= now:
                 self._hint_ns = None
-            candidates = [d for d in (due, self._hint_ns) if d is not None]
+            candidates = [d for d in (result.due_ns, self._hint_ns) if d is not None]
             wait = self.poll_s
             if candidates:
                 wait = min(wait, max(0.0, (min(candidates) - now) / NS))
@@ -144,33 +290,3 @@ class PipelineWorker:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
-
-    def run_once(self) -> tuple[int, int | None]:
-        """One round (blocking): claim, score, write. Returns (claimed, next due time in ns)."""
-        now_ns = self._clock_ns()
-        with self.engine.begin() as conn:
-            claimed = claim_ready(
-                conn,
-                worker_id=self.worker_id,
-                now_ns=now_ns,
-                timing=self.timing,
-                limit=self.batch_size,
-            )
-        self.stats.rounds += 1
-        if not claimed:
-            with self.engine.connect() as conn:
-                return 0, next_due_ns(conn, now_ns=now_ns, timing=self.timing)
-        ids = [c.conversation_id for c in claimed]
-        with self.engine.connect() as conn:
-            computed = compute(conn, ids, self.config)
-            conn.rollback()
-        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
-        seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
-        with self.engine.begin() as conn:
-            outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
-        done_ns = self._clock_ns()
-        latencies = [(done_ns - seen[o.conversation_id]) / NS for o in outcomes]
-        self.stats.record(outcomes, latencies)
-        if self._observer is not None:
-            self._observer(outcomes, latencies)
-        return len(claimed), None

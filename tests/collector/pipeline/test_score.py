@@ -221,10 +221,10 @@ def test_worker_round_scores_ready_conversations_once(engine: Engine) -> None:
     worker = PipelineWorker(
         engine, default_config(), timing=Timing(settle_s=5, idle_s=1), clock_ns=lambda: now[0]
     )
-    assert worker.run_once() == (0, t0 + 5 * NS), "a named conversation waits for the settle time"
+    assert worker.run_once().due_ns == t0 + 5 * NS, "a named conversation waits for settle"
     now[0] = t0 + 5 * NS
-    assert worker.run_once()[0] == 1
-    assert worker.run_once() == (0, None)
+    assert worker.run_once().claimed == 1
+    assert worker.run_once().claimed == 0
     with engine.connect() as conn:
         row = conn.execute(select(conversations).where(conversations.c.id == conv_id)).one()
     assert (row.status, row.needs_scoring, row.claimed_by) == ("scored", False, None)

@@ -1,0 +1,368 @@
+"""Does scoring keep up with ingest? Latency from a conversation's last span to its evaluations.
+
+One ``toolscore serve`` app (receiver + pipeline, same process) on SQLite and/or PostgreSQL; a
+separate load process posts OTLP/HTTP protobuf requests of agent traces (7 spans each: an
+``invoke_agent`` root carrying a conversation id and a reference id, two ``chat`` spans and four
+``execute_tool`` spans, OTel GenAI conventions) at a fixed span rate. Every conversation matches
+an expectation, so every one is scored. Reported per run and as the median of the runs:
+
+- ingest: spans/s accepted; the peer is the same load with ``--no-scoring`` (receiver only), so
+  the ratio shows what the pipeline costs the receiver;
+- conversations scored per second (while the load runs), and the p50 / p99 / max latency from a
+  conversation's last span (its ``last_span_at``) to its evaluation rows (``created_at``). The
+  target is p99 <= settle + 2 s.
+
+    .venv/bin/python benchmarks/bench_pipeline.py --rate 10000 --duration 10 --runs 3 \\
+        --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import multiprocessing as mp
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SPANS_PER_TRACE = 7
+TRACES_PER_REQUEST = 73  # 511 spans: about the OTel SDK's default export batch (512)
+
+
+# --- load generation (runs in its own process) ------------------------------------------------
+
+
+def _trace(req: Any, conv_id: str, now_ns: int) -> None:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    def kv(key: str, value: str) -> KeyValue:
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+
+    trace_id = uuid.uuid4().bytes
+    root = uuid.uuid4().bytes[:8]
+    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
+    ids = [f"call_{uuid.uuid4().hex[:10]}" for _ in calls]
+    user = {"role": "user", "parts": [{"type": "text", "content": "Weather and time?"}]}
+    out = {
+        "role": "assistant",
+        "parts": [
+            {"type": "tool_call", "id": i, "name": n, "arguments": a}
+            for i, (n, a) in zip(ids, calls, strict=True)
+        ],
+    }
+    spans = [
+        (
+            root,
+            None,
+            "invoke_agent weather",
+            [
+                kv("gen_ai.operation.name", "invoke_agent"),
+                kv("gen_ai.conversation.id", conv_id),
+                kv("toolscore.reference.id", "bench"),
+            ],
+        ),
+        (
+            uuid.uuid4().bytes[:8],
+            root,
+            "chat model",
+            [
+                kv("gen_ai.operation.name", "chat"),
+                kv("gen_ai.conversation.id", conv_id),
+                kv("gen_ai.input.messages", json.dumps([user])),
+                kv("gen_ai.output.messages", json.dumps([out])),
+            ],
+        ),
+    ]
+    for call_id, (name, args) in zip(ids, calls, strict=True):
+        spans.append(
+            (
+                uuid.uuid4().bytes[:8],
+                root,
+                f"execute_tool {name}",
+                [
+                    kv("gen_ai.operation.name", "execute_tool"),
+                    kv("gen_ai.tool.name", name),
+                    kv("gen_ai.tool.call.id", call_id),
+                    kv("gen_ai.tool.call.arguments", json.dumps(args)),
+                ],
+            )
+        )
+    spans.append(
+        (
+            uuid.uuid4().bytes[:8],
+            root,
+            "chat model",
+            [kv("gen_ai.operation.name", "chat"), kv("gen_ai.conversation.id", conv_id)],
+        )
+    )
+    scope = req.resource_spans[0].scope_spans[0]
+    for i, (span_id, parent, name, attrs) in enumerate(spans):
+        s = scope.spans.add()
+        s.trace_id, s.span_id, s.name, s.kind = trace_id, span_id, name, 1
+        if parent:
+            s.parent_span_id = parent
+        s.start_time_unix_nano = now_ns + i * 1000
+        s.end_time_unix_nano = now_ns + i * 1000 + 500
+        s.attributes.extend(attrs)
+
+
+def _payloads(prefix: str, requests: int) -> list[bytes]:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    out = []
+    now = time.time_ns()
+    n = 0
+    for _ in range(requests):
+        req = ExportTraceServiceRequest()
+        rs = req.resource_spans.add()
+        rs.resource.attributes.add(key="service.name").value.string_value = "bench-agent"
+        rs.scope_spans.add().scope.name = "bench"
+        for _ in range(TRACES_PER_REQUEST):
+            _trace(req, f"{prefix}-{n}", now)
+            n += 1
+        out.append(req.SerializeToString())
+    return out
+
+
+def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
+    """Post requests at ``rate`` spans/s for ``duration`` s from 4 connections."""
+    requests = max(1, int(rate * duration / (SPANS_PER_TRACE * TRACES_PER_REQUEST)))
+    payloads = _payloads(prefix, requests)
+    interval = SPANS_PER_TRACE * TRACES_PER_REQUEST / rate
+    lock = threading.Lock()
+    state = {"next": 0, "ok": 0, "failed": 0}
+    start = time.monotonic()
+
+    def sender() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while True:
+            with lock:
+                i = state["next"]
+                state["next"] += 1
+            if i >= len(payloads):
+                break
+            delay = start + i * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            conn.request(
+                "POST",
+                "/v1/traces",
+                body=payloads[i],
+                headers={"Content-Type": "application/x-protobuf"},
+            )
+            response = conn.getresponse()
+            response.read()
+            with lock:
+                state["ok" if response.status == 200 else "failed"] += 1
+
+    threads = [threading.Thread(target=sender) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    result.update(
+        spans=state["ok"] * SPANS_PER_TRACE * TRACES_PER_REQUEST,
+        conversations=state["ok"] * TRACES_PER_REQUEST,
+        failed=state["failed"],
+        seconds=elapsed,
+    )
+
+
+# --- the server (this process) ---------------------------------------------------------------
+
+
+class _Server:
+    def __init__(self, db_url: str, settle: float, scoring: bool) -> None:
+        from collector.app import App
+        from collector.pipeline.extension import pipeline_extension
+        from collector.pipeline.options import PipelineOptions
+        from collector.settings import Listen, Settings
+
+        settings = Settings(db_url=db_url, grpc=None, http=Listen("127.0.0.1", 0))
+        options = PipelineOptions(enabled=scoring, settle_s=settle, separate_process=True)
+        self.app = App(settings, [pipeline_extension(options)])
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop = asyncio.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def run() -> None:
+            self._stop = asyncio.Event()
+            await self.app.start()
+            self._ready.set()
+            await self._stop.wait()
+            await self.app.stop()
+
+        self._loop.run_until_complete(run())
+
+    def __enter__(self) -> _Server:
+        self._thread.start()
+        if not self._ready.wait(60):
+            raise RuntimeError("server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
+
+
+@dataclass
+class RunResult:
+    spans_per_s: float
+    failed: int
+    conversations: int
+    scored: int = 0
+    scored_per_s: float = 0.0
+    p50: float = 0.0
+    p99: float = 0.0
+    max: float = 0.0
+
+
+def _prepare(db_url: str) -> None:
+    from storage.engine import create_engine
+    from storage.expectations import ExpectationData, import_expectations
+    from storage.migrate import upgrade
+
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        calls = [
+            {"name": "get_weather", "args": {"city": "Paris"}},
+            {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
+        ] * 2
+        import_expectations(conn, [ExpectationData(id="bench", reference_tool_calls=calls)])
+    engine.dispose()
+
+
+def _latencies(db_url: str, prefix: str, expected: int, timeout: float) -> tuple[list[float], Any]:
+    from sqlalchemy import func, select
+
+    from storage.engine import create_engine
+    from storage.pipeline import conversations, evaluations
+
+    engine = create_engine(db_url)
+    deadline = time.monotonic() + timeout
+    c, e = conversations.c, evaluations.c
+    like = c.id.like(f"{prefix}-%")
+    with engine.connect() as conn:
+        while time.monotonic() < deadline:
+            done = conn.execute(
+                select(func.count()).where(like, c.revision >= 1, c.needs_scoring.is_(False))
+            ).scalar_one()
+            conn.rollback()
+            if done >= expected:
+                break
+            time.sleep(0.25)
+        rows = conn.execute(
+            select(c.last_span_at, func.min(e.created_at))
+            .join(evaluations, e.conversation_id == c.id)
+            .where(like, e.revision == 1)
+            .group_by(c.id, c.last_span_at)
+        ).all()
+    engine.dispose()
+    latencies = sorted((created - last).total_seconds() for last, created in rows)
+    return latencies, [created for _, created in rows]
+
+
+def run_once(
+    db_url: str, *, rate: float, duration: float, settle: float, scoring: bool
+) -> RunResult:
+    prefix = f"b{uuid.uuid4().hex[:8]}"
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        result = manager.dict()
+        with _Server(db_url, settle, scoring) as server:
+            port = server.app.http_port
+            load = ctx.Process(target=_load, args=(port, rate, duration, prefix, result))
+            load.start()
+            load.join()
+            sent = dict(result)
+            run = RunResult(
+                spans_per_s=sent["spans"] / sent["seconds"],
+                failed=sent["failed"],
+                conversations=sent["conversations"],
+            )
+            if scoring:
+                latencies, created = _latencies(
+                    db_url, prefix, sent["conversations"], timeout=settle + 60
+                )
+                run.scored = len(latencies)
+                if latencies:
+                    run.p50 = latencies[len(latencies) // 2]
+                    run.p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+                    run.max = latencies[-1]
+                    span = (max(created) - min(created)).total_seconds()
+                    run.scored_per_s = len(latencies) / span if span > 0 else float("nan")
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=10_000, help="offered spans per second")
+    parser.add_argument("--duration", type=float, default=10, help="seconds of load per run")
+    parser.add_argument("--settle", type=float, default=2.0, help="pipeline settle time (s)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL database")
+    parser.add_argument("--no-sqlite", action="store_true")
+    args = parser.parse_args()
+
+    targets: list[tuple[str, str]] = []
+    tmp = tempfile.TemporaryDirectory()
+    if not args.no_sqlite:
+        targets.append(("sqlite", f"sqlite:///{Path(tmp.name) / 'bench.db'}"))
+    if args.postgres:
+        targets.append(("postgresql", args.postgres))
+    print(
+        f"offered load {args.rate:.0f} spans/s ({SPANS_PER_TRACE} spans/trace, one conversation "
+        f"per trace), {args.duration:g} s per run, settle {args.settle:g} s, {args.runs} runs"
+    )
+    for name, url in targets:
+        _prepare(url)
+        with_pipeline, receiver_only = [], []
+        for i in range(args.runs):
+            peer = run_once(
+                url, rate=args.rate, duration=args.duration, settle=args.settle, scoring=False
+            )
+            run = run_once(
+                url, rate=args.rate, duration=args.duration, settle=args.settle, scoring=True
+            )
+            receiver_only.append(peer)
+            with_pipeline.append(run)
+            print(
+                f"  {name} run {i + 1}: ingest {run.spans_per_s:8.0f} spans/s "
+                f"(receiver only {peer.spans_per_s:8.0f}); scored {run.scored}/"
+                f"{run.conversations} at {run.scored_per_s:6.0f} conv/s; latency p50 "
+                f"{run.p50:.2f} s p99 {run.p99:.2f} s max {run.max:.2f} s; failed requests "
+                f"{run.failed + peer.failed}"
+            )
+
+        def med(xs: list[RunResult], attr: str) -> float:
+            return statistics.median(getattr(x, attr) for x in xs)
+
+        ingest, peer = med(with_pipeline, "spans_per_s"), med(receiver_only, "spans_per_s")
+        p99 = med(with_pipeline, "p99")
+        verdict = "OK" if p99 <= args.settle + 2 else "MISSED"
+        print(
+            f"{name} median: ingest {ingest:.0f} spans/s = {ingest / peer:.2f}x receiver-only "
+            f"({peer:.0f}); {med(with_pipeline, 'scored_per_s'):.0f} conversations scored/s; "
+            f"latency p50 {med(with_pipeline, 'p50'):.2f} s, p99 {p99:.2f} s "
+            f"(target <= settle + 2 = {args.settle + 2:g} s: {verdict})"
+        )
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The worker component: wakes on time, scores in a thread or a child process; serve options."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+import pytest
+from sqlalchemy import Engine
+
+from collector.pipeline.claim import Timing
+from collector.pipeline.options import PipelineOptionError, add_arguments, options_from
+from collector.pipeline.worker import PipelineWorker, ScoringProcess
+from scorer import default_config
+from storage.expectations import ExpectationData
+from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
+
+
+async def _until_scored(worker: PipelineWorker, timeout_s: float = 60.0) -> float:
+    start = time.monotonic()
+    await worker.start()
+    try:
+        while worker.stats.scored < 1:
+            assert time.monotonic() - start < timeout_s, "not scored in time"
+            await asyncio.sleep(0.05)
+    finally:
+        await worker.stop()
+    return time.monotonic() - start
+
+
+@pytest.mark.parametrize("in_child", [False, True], ids=["thread", "child-process"])
+def test_worker_scores_a_settled_conversation(engine: Engine, db_url: str, in_child: bool) -> None:
+    spans, _ = fixture_spans("weather")
+    store(engine, spans, at_ns=time.time_ns())
+    expect(engine, ExpectationData(id="weather", reference_tool_calls=REFERENCE))
+    worker = PipelineWorker(
+        engine,
+        default_config(),
+        timing=Timing(settle_s=0.5, idle_s=0.1),
+        poll_s=30,  # only the database's due time can wake it in time
+        process=ScoringProcess(db_url) if in_child else None,
+    )
+    elapsed = asyncio.run(_until_scored(worker))
+    assert elapsed >= 0.4, "not before the settle time"
+    assert worker.stats.scored == 1 and worker.stats.latency_s[0] >= 0.5
+
+
+def parse(argv: list[str], environ: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return options_from(parser.parse_args(argv), environ or {})
+
+
+def test_serve_options_flags_beat_environment() -> None:
+    opts = parse(
+        ["--settle", "2.5", "--conversation-key", "a", "--conversation-key", "b"],
+        {"TOOLSCORE_SETTLE": "9", "TOOLSCORE_CONVERSATION_KEYS": "x,y"},
+    )
+    assert (opts.settle_s, opts.conversation_keys) == (2.5, ("a", "b"))
+    env = parse([], {"TOOLSCORE_SETTLE": "9", "TOOLSCORE_CONVERSATION_KEYS": "x, y"})
+    assert (env.settle_s, env.conversation_keys, env.separate_process) == (9.0, ("x", "y"), True)
+    default = parse([])
+    assert (default.settle_s, default.root_idle_s, default.conversation_keys) == (5.0, 1.0, None)
+    assert parse(["--scoring-in-process"]).separate_process is False
+    assert parse(["--no-scoring"]).enabled is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--settle", "-1"], "--settle: must be 0 or more"),
+        (["--scoring-processes", "0"], "--scoring-processes: must be at least 1"),
+    ],
+)
+def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(PipelineOptionError, match=message):
+        parse(argv)
+
+
+def test_invalid_environment_names_the_variable() -> None:
+    with pytest.raises(PipelineOptionError, match="TOOLSCORE_SETTLE: 'soon' is not a number"):
+        parse([], {"TOOLSCORE_SETTLE": "soon"})
