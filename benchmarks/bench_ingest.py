@@ -42,6 +42,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 SPANS_PER_TRACE = 7
 BATCH = 512
+PCTS = ("p50_ms", "p95_ms", "p99_ms")
 
 USER = (
     "I am planning a three-day trip to Lisbon next month with my partner. We like food, "
@@ -84,7 +85,8 @@ def _trace_spans(trace_no: int, run: int) -> list[Span]:
     ]  # fmt: skip
     for i, tool in enumerate(["get_weather", "find_restaurants", "find_restaurants", "route"]):
         args = json.dumps({"city": "Lisbon", "area": "Alfama", "diet": "vegetarian", "n": i})
-        result = json.dumps({"ok": True, "items": [f"result {i}-{k}: " + "x" * 60 for k in range(5)]})
+        items = [f"result {i}-{k}: " + "x" * 60 for k in range(5)]
+        result = json.dumps({"ok": True, "items": items})
         spans.append(
             Span(trace_id=trace_id, span_id=(base + 2 + i).to_bytes(8, "big"),
                  parent_span_id=(base + 1).to_bytes(8, "big"), name=f"execute_tool {tool}",
@@ -102,9 +104,11 @@ def _trace_spans(trace_no: int, run: int) -> list[Span]:
                  start_time_unix_nano=start + 6_000_000 + i, end_time_unix_nano=start + 8_000_000,
                  attributes=[*common, _kv("gen_ai.operation.name", "chat"),
                              _kv("gen_ai.request.model", "gpt-4o"),
-                             _kv("gen_ai.usage.input_tokens", 812), _kv("gen_ai.usage.output_tokens", 96),
+                             _kv("gen_ai.usage.input_tokens", 812),
+                             _kv("gen_ai.usage.output_tokens", 96),
                              _kv("gen_ai.request.temperature", 0.2),
-                             _kv("gen_ai.input.messages", messages), _kv("gen_ai.output.messages", output)])
+                             _kv("gen_ai.input.messages", messages),
+                             _kv("gen_ai.output.messages", output)])
         )  # fmt: skip
     return spans
 
@@ -159,7 +163,10 @@ async def _drive(target: str, payloads: Sequence[bytes], concurrency: int) -> Lo
                     try:
                         await call(payload, timeout=60)
                     except grpc.aio.AioRpcError as exc:
-                        if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                        if exc.code() not in (
+                            grpc.StatusCode.UNAVAILABLE,
+                            grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        ):
                             raise
                         failures += 1
                         await asyncio.sleep(0.2)
@@ -213,7 +220,9 @@ class RunFigures:
     refused_requests: int
 
 
-def run_toolscore(db_url: str, payloads: Sequence[bytes], concurrency: int, label: str) -> RunFigures:
+def run_toolscore(
+    db_url: str, payloads: Sequence[bytes], concurrency: int, label: str
+) -> RunFigures:
     from sqlalchemy import func, select
 
     from storage.engine import create_engine
@@ -249,13 +258,16 @@ def _span_count(payload: bytes) -> int:
                for ss in rs.scope_spans)  # fmt: skip
 
 
-def run_phoenix(phoenix: str, payloads: Sequence[bytes], concurrency: int, timeout: float) -> RunFigures:
+def run_phoenix(
+    phoenix: str, payloads: Sequence[bytes], concurrency: int, timeout: float
+) -> RunFigures:
     workdir = Path(tempfile.mkdtemp(prefix="phoenix-bench-"))
     grpc_port, http_port = _free_port(), _free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_GRPC_PORT": str(grpc_port),
            "PHOENIX_PORT": str(http_port), "PHOENIX_TELEMETRY_ENABLED": "false"}  # fmt: skip
     log = open(workdir / "phoenix.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([phoenix, "serve"], env=env, cwd=workdir, stdout=log, stderr=log)
+    executable = str(Path(phoenix).resolve())
+    proc = subprocess.Popen([executable, "serve"], env=env, cwd=workdir, stdout=log, stderr=log)
     total = sum(_span_count(p) for p in payloads)
     try:
         _wait_port(grpc_port, timeout=180)
@@ -327,12 +339,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run in range(args.runs):
         payloads = build_requests(args.spans, run=run + 1)
         with tempfile.TemporaryDirectory() as tmp:
-            results.append(run_toolscore(f"sqlite:///{tmp}/bench.db", payloads, args.concurrency, "toolscore (sqlite)"))
+            results.append(
+                run_toolscore(
+                    f"sqlite:///{tmp}/bench.db", payloads, args.concurrency, "toolscore (sqlite)"
+                )
+            )
             print(results[-1], flush=True)
         if args.postgres:
             url = _fresh_postgres(args.postgres)
             try:
-                results.append(run_toolscore(url, payloads, args.concurrency, "toolscore (postgres)"))
+                results.append(
+                    run_toolscore(url, payloads, args.concurrency, "toolscore (postgres)")
+                )
                 print(results[-1], flush=True)
             finally:
                 _drop_postgres(url, args.postgres)
@@ -341,18 +359,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(run_phoenix(args.phoenix, small, args.concurrency, args.phoenix_timeout))
             print(results[-1], flush=True)
 
-    print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}; concurrency {args.concurrency}, {BATCH}-span requests")  # fmt: skip
-    print("| system | spans/run | stored spans/s (median) | p50 ms | p95 ms | p99 ms | peak RSS MB | all stored |")
+    machine = platform.processor() or platform.machine()
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\nmachine: {machine}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"concurrency {args.concurrency}, {BATCH}-span requests; load average {load} at the end"
+    )
+    print(
+        "| system | spans/run | stored spans/s (median) | p50 ms | p95 ms | p99 ms "
+        "| peak RSS MB | all stored |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     medians: dict[str, float] = {}
     for system in dict.fromkeys(r.system for r in results):
         rs = [r for r in results if r.system == system]
         med = statistics.median(r.stored_per_s for r in rs)
         medians[system] = med
-        print(f"| {system} | {rs[0].spans} | {med:,.0f} | {statistics.median(r.p50_ms for r in rs):.0f} | "
-              f"{statistics.median(r.p95_ms for r in rs):.0f} | {statistics.median(r.p99_ms for r in rs):.0f} | "
-              f"{max(r.peak_rss_mb for r in rs):.0f} | {all(r.stored == r.spans for r in rs)} |")  # fmt: skip
+        p50, p95, p99 = (statistics.median(getattr(r, f) for r in rs) for f in PCTS)
+        rss = max(r.peak_rss_mb for r in rs)
+        complete = all(r.stored == r.spans for r in rs)
+        print(
+            f"| {system} | {rs[0].spans} | {med:,.0f} | {p50:.0f} | {p95:.0f} | {p99:.0f} "
+            f"| {rss:.0f} | {complete} |"
+        )
     peer = medians.get("phoenix (sqlite)")
     if peer:
         for system, med in medians.items():
