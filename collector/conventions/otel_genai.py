@@ -75,6 +75,7 @@ def tool_execution(span: SpanRecord, convention: str) -> ToolExecution:
     name = opt_str(attrs.get("gen_ai.tool.name"))
     if name is None:
         name = span.name.removeprefix("execute_tool").strip() or span.name
+    arguments = first_attr(attrs, ARGUMENT_KEYS)
     result = first_attr(attrs, RESULT_KEYS)
     return ToolExecution(
         convention=convention,
@@ -82,11 +83,35 @@ def tool_execution(span: SpanRecord, convention: str) -> ToolExecution:
         span_id=span.span_id,
         start_ns=span.start_ns,
         name=name,
-        arguments=first_attr(attrs, ARGUMENT_KEYS),
-        call_id=opt_str(attrs.get("gen_ai.tool.call.id")),
-        result=None if result is None else as_text(result),
+        arguments=arguments,
+        call_id=opt_str(attrs.get("gen_ai.tool.call.id")) or _wrapped_call_id(arguments),
+        result=None if result is None else _unwrap_result(result),
         failed=span.status_code == 2,
     )
+
+
+def _wrapped_call_id(arguments: object) -> str | None:
+    """OpenLLMetry's LangChain wrapper keeps the call id in ``kwargs.tool_call_id``."""
+    wrapper = maybe_json(arguments)
+    if isinstance(wrapper, Mapping) and ("inputs" in wrapper or "input_str" in wrapper):
+        kwargs = wrapper.get("kwargs")
+        if isinstance(kwargs, Mapping):
+            return opt_str(kwargs.get("tool_call_id"))
+    return None
+
+
+_RESULT_WRAPPER = frozenset({"output", "kwargs"})
+
+
+def _unwrap_result(result: object) -> str:
+    """OpenLLMetry's LangChain wrapper ``{"output": <serialised ToolMessage>, "kwargs"}``."""
+    wrapper = maybe_json(result)
+    if isinstance(wrapper, Mapping) and "output" in wrapper and set(wrapper) <= _RESULT_WRAPPER:
+        output = wrapper["output"]
+        if isinstance(output, Mapping) and isinstance(output.get("kwargs"), Mapping):
+            return as_text(output["kwargs"].get("content"))
+        return as_text(output)
+    return as_text(result)
 
 
 def parse_messages(value: object) -> tuple[Message, ...]:
