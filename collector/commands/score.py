@@ -10,12 +10,16 @@ lines are skipped. Exit status: 0 all scored, 1 if any line failed, 2 on a usage
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-_FLUSH_EVERY = 512
+_CHUNK_LINES = 1000
+_PARALLEL_BYTES = 4 << 20  # auto --jobs: worker processes for inputs of 4 MiB and more
+Item = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +47,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-details", action="store_true", help="omit the explanations (smaller, faster output)"
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes (default 0: one per core, up to 4, for inputs of 4 MiB or more)",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -60,11 +71,13 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     total = _size(source)
+    jobs = args.jobs
+    if jobs == 0:  # auto: worker processes pay off only for large files
+        jobs = min(os.cpu_count() or 1, 4) if (total or 0) >= _PARALLEL_BYTES else 1
     progress = _Progress(sys.stderr, total) if sys.stderr.isatty() else None
+    job = _Job(config, args.config, not args.no_details)
     try:
-        return run(
-            config, source, sys.stdout.buffer, details=not args.no_details, progress=progress
-        )
+        return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
     finally:
         if progress is not None:
             progress.close()
@@ -73,43 +86,124 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _size(source: IO[bytes]) -> int | None:
-    import os
-
     try:
         return os.fstat(source.fileno()).st_size or None
     except (OSError, ValueError):
         return None
 
 
+class _Job:
+    """What scoring a chunk of lines needs; rebuilt from ``config_path`` in worker processes."""
+
+    def __init__(self, config: Any, config_path: str | None, details: bool) -> None:
+        self.config, self.config_path, self.details = config, config_path, details
+        self.loads, self.dumps = _codec()
+        self.chunks = 0
+
+    def score_items(self, items: Iterable[Item]) -> Block:
+        from scorer.rows import error_row, score_row
+
+        config, details, dumps = self.config, self.details, self.dumps
+        out: list[bytes] = []
+        failed = False
+        size = 0
+        for where, obj, problem, consumed in items:
+            if problem is not None:
+                row, ok = error_row(config, f"{where}: {problem}"), False
+            else:
+                row, ok = score_row(config, obj, where=where, details=details)
+            failed = failed or not ok
+            out.append(dumps(row))
+            size += consumed
+        return b"".join(out), failed, len(out), size
+
+    def score_chunk(self, chunk: Chunk) -> Block:
+        start, lines = chunk
+        self.chunks += 1
+        if self.chunks % 64 == 0:  # the collector is off during runs; sweep stray cycles
+            gc.collect()
+        return self.score_items(_lines(lines, self.loads, start))
+
+
+Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
+Chunk = tuple[int, list[bytes]]  # first line number, raw lines
+_WORKER_JOB: _Job | None = None
+
+
+def _init_worker(config_path: str | None, details: bool) -> None:
+    from scorer import default_config, load_config
+
+    global _WORKER_JOB
+    config = default_config() if config_path is None else load_config(config_path)
+    _WORKER_JOB = _Job(config, config_path, details)
+
+
+def _score_in_worker(chunk: Chunk) -> Block:
+    assert _WORKER_JOB is not None
+    return _WORKER_JOB.score_chunk(chunk)
+
+
 def run(
-    config: Any,
+    job: _Job,
     source: IO[bytes],
     out: IO[bytes],
     *,
-    details: bool = True,
     progress: _Progress | None = None,
+    jobs: int = 1,
 ) -> int:
     """Score every sample of ``source`` into ``out``; 1 if any failed, else 0."""
-    from scorer.rows import error_row, score_row
-
-    loads, dumps = _codec()
+    gc.disable()  # rows are acyclic and short-lived; the cyclic collector only costs time here
     failed = False
-    buffer: list[bytes] = []
-    for where, obj, problem, size in _items(source, loads):
-        if problem is not None:
-            row, ok = error_row(config, f"{where}: {problem}"), False
-        else:
-            row, ok = score_row(config, obj, where=where, details=details)
-        failed = failed or not ok
-        buffer.append(dumps(row))
-        if len(buffer) >= _FLUSH_EVERY:
-            out.write(b"".join(buffer))
-            buffer.clear()
-        if progress is not None:
-            progress.advance(size)
-    out.write(b"".join(buffer))
+    try:
+        for data, block_failed, count, size in _blocks(job, source, jobs):
+            out.write(data)
+            failed = failed or block_failed
+            if progress is not None:
+                progress.advance(count, size)
+    finally:
+        gc.enable()
     out.flush()
     return 1 if failed else 0
+
+
+def _blocks(job: _Job, source: IO[bytes], jobs: int) -> Iterator[Block]:
+    head, rest = _start(source, job.loads)
+    if head:
+        yield job.score_items(head)
+    if rest is None:
+        return
+    number, lines = rest
+    chunks = _chunks(lines, number)
+    if jobs <= 1:
+        for chunk in chunks:
+            yield job.score_chunk(chunk)
+        return
+    import multiprocessing
+    from collections import deque
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    with context.Pool(jobs, _init_worker, (job.config_path, job.details)) as pool:
+        pending: deque[Any] = deque()
+        for chunk in chunks:  # a bounded window keeps memory flat on huge inputs
+            pending.append(pool.apply_async(_score_in_worker, (chunk,)))
+            if len(pending) >= 2 * jobs:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def _chunks(lines: Iterable[bytes], number: int) -> Iterator[Chunk]:
+    batch: list[bytes] = []
+    start = number
+    for raw in lines:
+        batch.append(raw)
+        if len(batch) >= _CHUNK_LINES:
+            yield start, batch
+            start += len(batch)
+            batch = []
+    if batch:
+        yield start, batch
 
 
 def _codec() -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
@@ -143,43 +237,41 @@ def _codec() -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
     return loads, dumps
 
 
-Item = tuple[str, Any, str | None, int]
+def _start(
+    source: IO[bytes], loads: Callable[[bytes], Any]
+) -> tuple[list[Item], tuple[int, Iterable[bytes]] | None]:
+    """Items decided by the first non-blank line, and the remaining JSON Lines (if any).
 
-
-def _items(source: IO[bytes], loads: Callable[[bytes], Any]) -> Iterator[Item]:
-    """``(where, decoded object, problem, bytes consumed)`` for each sample of the input."""
+    A first line starting with ``[`` (or a ``{`` that only parses together with the rest) means
+    one JSON document: a Ragas dataset array, a ``{"samples": [...]}`` wrapper, or one sample.
+    """
     lines = iter(source)
     number, first = 0, b""
-    for raw in lines:  # the first non-blank line decides: JSON Lines, or one JSON document
+    for raw in lines:
         number += 1
         first = raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw
         if first.strip():
             break
     head = first.lstrip()
     if not head:
-        return
+        return [], None
     if head.startswith(b"["):
-        yield from _document(first + source.read(), loads, number)
-        return
+        return list(_document(first + source.read(), loads, number)), None
     try:
         obj = loads(first)
     except ValueError as exc:
         if not head.startswith(b"{"):
-            yield _bad_line(number, exc, len(first))
-            yield from _lines(lines, loads, number + 1)
-            return
-        # Maybe a pretty-printed document ({"samples": [...]} or one sample) spanning lines.
-        rest = source.read()
+            return [_bad_line(number, exc, len(first))], (number + 1, lines)
+        rest = source.read()  # maybe a pretty-printed document spanning lines
         try:
             whole = loads(first + rest)
         except ValueError:
-            yield _bad_line(number, exc, len(first))
-            yield from _lines(rest.splitlines(keepends=True), loads, number + 1)
-            return
-        yield from _document_object(whole, number, len(first) + len(rest))
-        return
-    yield from _document_object(obj, number, len(first))
-    yield from _lines(lines, loads, number + 1)
+            return [_bad_line(number, exc, len(first))], (
+                number + 1,
+                rest.splitlines(keepends=True),
+            )
+        return list(_document_object(whole, number, len(first) + len(rest))), None
+    return list(_document_object(obj, number, len(first))), (number + 1, lines)
 
 
 def _bad_line(number: int, exc: Exception, size: int) -> Item:
@@ -239,14 +331,13 @@ class _Progress:
         self.count = self.done = 0
         self.started = self.last = time.monotonic()
 
-    def advance(self, size: int) -> None:
-        self.count += 1
+    def advance(self, count: int, size: int) -> None:
+        self.count += count
         self.done += size
-        if self.count & 255 == 0:
-            now = time.monotonic()
-            if now - self.last >= 0.2:
-                self.last = now
-                self._draw(now)
+        now = time.monotonic()
+        if now - self.last >= 0.2:
+            self.last = now
+            self._draw(now)
 
     def _draw(self, now: float) -> None:
         rate = self.count / max(now - self.started, 1e-9)

@@ -181,6 +181,20 @@ def test_integers_beyond_64_bits_and_nan_are_read_as_python_json_reads_them(tmp_
     assert row["tool_call_accuracy"] == 1.0
 
 
+def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path):
+    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(2500)]
+    lines[1700] = "{broken"
+    path = write_jsonl(tmp_path / "many.jsonl", lines)
+    single = toolscore("--jobs", "1", str(path))
+    parallel = toolscore("--jobs", "2", str(path))
+    assert single.returncode == parallel.returncode == 1
+    assert parallel.stdout == single.stdout
+    rows = outputs(parallel)
+    assert len(rows) == 2500
+    assert rows[1700]["error"].startswith("line 1701: not valid JSON")
+    assert [r["id"] for r in rows[:3]] == [0, 1, 2] and rows[2499]["id"] == 2499
+
+
 def test_no_details_omits_explanations():
     result = toolscore("--no-details", stdin=json.dumps(GOOD).encode())
     assert result.returncode == 0
