@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import grpc
+import requests
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcSpanExporter,
 )
@@ -104,6 +105,7 @@ def test_database_outage_then_back_loses_nothing_and_stores_once(postgres_url: s
             assert grpc_exp.export(first) == SpanExportResult.SUCCESS
 
             proxy.down()
+            assert requests.get(f"{srv.http_url}/health", timeout=10).status_code == 503
             results: dict[str, SpanExportResult] = {}
             senders = [
                 threading.Thread(
@@ -121,6 +123,7 @@ def test_database_outage_then_back_loses_nothing_and_stores_once(postgres_url: s
             for t in senders:
                 t.join(30)
             assert failures >= 2
+            assert requests.get(f"{srv.http_url}/health", timeout=10).status_code == 200
             assert results == {"grpc": SpanExportResult.SUCCESS, "http": SpanExportResult.SUCCESS}
             # a resend after the outage (as a client that timed out would) changes nothing
             assert grpc_exp.export(second) == SpanExportResult.SUCCESS

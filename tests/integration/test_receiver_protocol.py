@@ -199,6 +199,16 @@ def test_protocol_errors_get_the_right_http_codes(srv: RunningServer) -> None:
     assert resp.status_code == 400 and "gzip" in resp.json()["message"]
 
 
+def test_grpc_health_service_reports_serving(srv: RunningServer) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(srv.grpc_target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "opentelemetry.proto.collector.trace.v1.TraceService"):
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
 def test_logs_endpoints_answer_with_logs_responses(srv: RunningServer) -> None:
     reply = ExportLogsServiceResponse.FromString(_grpc_call(srv.grpc_target, b"", method=LOGS))
     assert not reply.HasField("partial_success")
