@@ -39,6 +39,13 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument("conversation", metavar="CONVERSATION", help="conversation id")
     show.add_argument(
+        "--revision",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an earlier scoring of the conversation (default: the current one)",
+    )
+    show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
     add_db_argument(show)
@@ -184,11 +191,16 @@ def _show(args: argparse.Namespace) -> int:
         return 1
     try:
         with engine.connect() as conn:
-            data = _load(conn, args.conversation, messages=not args.no_messages)
+            data = _load(
+                conn, args.conversation, revision=args.revision, messages=not args.no_messages
+            )
     finally:
         engine.dispose()
     if data is None:
         _error(f"no conversation {args.conversation!r}")
+        return 1
+    if args.revision is not None and not data["tool_calls"] and not data["evaluations"]:
+        _error(f"conversation {args.conversation!r} has no revision {args.revision}")
         return 1
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
@@ -197,7 +209,10 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(conn: Connection, conversation_id: str, *, messages: bool) -> dict[str, Any] | None:
+def _load(
+    conn: Connection, conversation_id: str, *, revision: int | None, messages: bool
+) -> dict[str, Any] | None:
+    """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from sqlalchemy import func, select
 
     from storage.expectations import get_version
@@ -210,25 +225,40 @@ def _load(conn: Connection, conversation_id: str, *, messages: bool) -> dict[str
     )
     if row is None:
         return None
-    latest_revision = (
-        select(func.max(tool_calls.c.revision))
-        .where(tool_calls.c.conversation_id == conversation_id)
-        .scalar_subquery()
-    )
+    calls_revision: Any = revision
+    if revision is None:
+        calls_revision = (
+            select(func.max(tool_calls.c.revision))
+            .where(tool_calls.c.conversation_id == conversation_id)
+            .scalar_subquery()
+        )
     calls = conn.execute(
         select(tool_calls)
         .where(tool_calls.c.conversation_id == conversation_id)
-        .where(tool_calls.c.revision == latest_revision)
+        .where(tool_calls.c.revision == calls_revision)
         .order_by(tool_calls.c.position)
     ).mappings()
-    evals = conn.execute(
-        select(evaluations)
-        .where(evaluations.c.conversation_id == conversation_id, evaluations.c.is_current.is_(True))
-        .order_by(evaluations.c.id)
-    ).mappings()
+    which = (
+        evaluations.c.is_current.is_(True)
+        if revision is None
+        else evaluations.c.revision == revision
+    )
+    evals = list(
+        conn.execute(
+            select(evaluations)
+            .where(evaluations.c.conversation_id == conversation_id, which)
+            .order_by(evaluations.c.id)
+        ).mappings()
+    )
+    # The expectation version the shown scores used (an earlier revision may have used another).
+    expectation: tuple[Any, Any] = (row["expectation_id"], row["expectation_version"])
+    if evals:
+        expectation = (evals[0]["expectation_id"], evals[0]["expectation_version"])
+    elif revision is not None and revision != row["revision"]:
+        expectation = (None, None)
     reference = None
-    if row["expectation_id"] is not None and row["expectation_version"] is not None:
-        found = get_version(conn, row["expectation_id"], row["expectation_version"])
+    if expectation[0] is not None and expectation[1] is not None:
+        found = get_version(conn, expectation[0], expectation[1])
         if found is not None:
             reference = found.reference_tool_calls
     data: dict[str, Any] = {
@@ -255,6 +285,8 @@ def _load(conn: Connection, conversation_id: str, *, messages: bool) -> dict[str
             }
             for c in calls
         ],
+        "revision": revision,
+        "expectation": {"id": expectation[0], "version": expectation[1]},
         "reference_tool_calls": reference,
         "evaluations": [
             {
@@ -320,7 +352,8 @@ def _predicted(call: Mapping[str, Any]) -> str:
 def render_conversation(data: Mapping[str, Any]) -> list[str]:
     conv = data["conversation"]
     scored = f", scored {format_time(_parse(conv['scored_at']))}" if conv["scored_at"] else ""
-    matched = _expectation_label(conv)
+    shown = data["expectation"]
+    matched = "-" if shown["id"] is None else f"{shown['id']}@{shown['version']}"
     lines = [
         f"conversation {conv['id']}",
         f"  status          {conv['status']} (revision {conv['revision']}{scored})",
@@ -373,7 +406,8 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
         lines.extend("  " + line for line in table.splitlines())
 
-    lines += ["", "scores:"]
+    past = data.get("revision")
+    lines += ["", "scores:" if past is None else f"scores (revision {past}):"]
     if not data["evaluations"]:
         lines.append("  (not scored)")
     for evaluation in data["evaluations"]:

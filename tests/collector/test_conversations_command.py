@@ -346,3 +346,21 @@ def test_an_unmigrated_database_gets_a_hint(sqlite_url: str) -> None:
         result = toolscore(*args, db=sqlite_url)
         assert result.returncode == 1
         assert "no conversations table: run `toolscore db upgrade`" in result.stderr
+
+
+def test_show_an_earlier_revision(filled_db: str) -> None:
+    result = toolscore("show", "conv-scored", "--revision", "1", "--no-messages", db=filled_db)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "tool calls (revision 1):" in lines
+    assert any('get_weather(city="Pariss")' in line for line in lines)
+    assert not any(line.startswith("messages") for line in lines)
+    assert lines[lines.index("scores (revision 1):") + 1 :] == [
+        "  tool_call_accuracy  0",
+        "  tool_call_f1  0",
+    ]
+
+    missing = toolscore("show", "conv-scored", "--revision", "7", db=filled_db)
+    assert missing.returncode == 1
+    assert "conversation 'conv-scored' has no revision 7" in missing.stderr
