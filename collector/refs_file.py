@@ -77,7 +77,7 @@ def load_refs_file(
     """
     chosen = fmt or format_for(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a BOM (Windows editors)
     except (OSError, UnicodeDecodeError) as exc:
         raise RefsFileError([Problem(str(path), f"cannot read: {exc}")]) from exc
     return parse_refs_text(text, chosen, source=str(path), metric_names=metric_names)

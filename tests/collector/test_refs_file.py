@@ -230,3 +230,10 @@ def test_unknown_suffix_and_unreadable_files_are_clear_errors(tmp_path: Path) ->
     path = tmp_path / "refs.txt"
     path.write_text('[{"id": "a", "reference_tool_calls": []}]')
     assert load_refs_file(path, fmt="json")[0].id == "a"
+
+
+def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / "refs.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[{"id": "a", "reference_tool_calls": []}]')
+
+    assert [i.id for i in load_refs_file(path)] == ["a"]
