@@ -121,7 +121,7 @@ def test_multi_turn_then_a_late_turn_rescores_as_a_new_revision(
         ],
     )
     agent = weather_agent(script)
-    with pipeline_server(db_url) as srv:
+    with pipeline_server(db_url, settle_s=2.5) as srv:  # the two turns form one scoring
         provider = use(instrument, otlp_provider(srv))
         first = agent.run_sync(QUESTION, conversation_id="chat-7")
         second = agent.run_sync(
