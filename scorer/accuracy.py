@@ -33,6 +33,21 @@ ORDERS = ("strict", "flexible", "unordered", "subsequence", "grouped")
 LENGTH_POLICIES = ("zero", "prefix")
 
 
+def is_flat(reference: Reference) -> bool:
+    """True when the reference has no groups (every item is a call)."""
+    for item in reference:  # noqa: SIM110 (a plain loop: no generator on the hot path)
+        if not isinstance(item, ToolCall):
+            return False
+    return True
+
+
+def flat_calls(reference: Reference) -> Sequence[ToolCall]:
+    """The reference calls in order, groups expanded."""
+    if is_flat(reference):
+        return reference  # type: ignore[return-value]
+    return flatten(reference)[0]
+
+
 def flatten(reference: Reference) -> tuple[list[ToolCall], list[list[int]], bool]:
     """Reference calls in order, the indices of each group, and whether any group was given."""
     calls: list[ToolCall] = []
@@ -83,7 +98,7 @@ class ToolCallAccuracy:
         )
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
-        if self.is_ragas_default and all(isinstance(r, ToolCall) for r in reference):
+        if self.is_ragas_default and is_flat(reference):
             return ragas_accuracy(predicted, reference, self.order == "strict")  # type: ignore[arg-type]
         return self.evaluate(predicted, reference)[0]
 
@@ -91,12 +106,7 @@ class ToolCallAccuracy:
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
         """The score and its explanation."""
-        if (
-            self.is_ragas_default
-            and predicted
-            and reference
-            and all(isinstance(r, ToolCall) for r in reference)
-        ):
+        if self.is_ragas_default and predicted and reference and is_flat(reference):
             return self._evaluate_default(predicted, reference)  # type: ignore[arg-type]
         return self._evaluate_general(predicted, reference)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from scorer.accuracy import flatten
+from scorer.accuracy import flat_calls
 from scorer.explain import format_call
 from scorer.model import Reference, ToolCall
 
@@ -43,7 +43,7 @@ class ToolCallF1:
     type: ClassVar[str] = "tool_call_f1"
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
-        expected = {_key(c) for c in flatten(reference)[0]}
+        expected = {_key(c) for c in flat_calls(reference)}
         actual = {_key(c) for c in predicted}
         tp = len(actual & expected)
         return _f1(tp, len(actual) - tp, len(expected) - tp)[2]
@@ -51,7 +51,7 @@ class ToolCallF1:
     def evaluate(
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
-        ref = flatten(reference)[0]
+        ref = flat_calls(reference)
         ref_keys = [_key(c) for c in ref]
         pred_keys = [_key(c) for c in predicted]
         expected, actual = set(ref_keys), set(pred_keys)

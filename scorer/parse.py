@@ -88,7 +88,10 @@ def _tool_calls(value: object) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _message(obj: object) -> Message:
+_Parts = tuple[str, str, tuple[ToolCall, ...] | None, Any]  # type, content, tool_calls, metadata
+
+
+def _message(obj: object) -> _Parts:
     if type(obj) is not dict:
         raise _Bad("", f"a message must be an object, got {_describe(obj)}")
     kind = obj.get("type")
@@ -119,26 +122,26 @@ def _message(obj: object) -> Message:
                 tool_calls = _tool_calls(raw_calls)
             except _Bad as bad:
                 raise bad.under(".tool_calls") from None
-    return Message(kind, content, tool_calls, metadata)
+    return (kind, content, tool_calls, metadata)
 
 
-def _check_tool_message_order(messages: tuple[Message, ...]) -> None:
+def _check_tool_message_order(messages: list[_Parts]) -> None:
     """Ragas's ``MultiTurnSample.validate_user_input`` rules for tool messages."""
     seen_ai = False
-    previous: Message | None = None
+    previous: _Parts | None = None
     for i, message in enumerate(messages):
-        if message.type == "ai":
+        if message[0] == "ai":
             seen_ai = True
-        elif message.type == "tool":
+        elif message[0] == "tool":
             if not seen_ai:
                 raise _fail(f"user_input[{i}]", "a tool message must come after an ai message")
             if previous is not None:
-                if previous.type == "ai" and not previous.tool_calls:
+                if previous[0] == "ai" and not previous[2]:
                     raise _fail(
                         f"user_input[{i}]",
                         "a tool message must follow an ai message that called tools",
                     )
-                if previous.type == "human":
+                if previous[0] == "human":
                     raise _fail(
                         f"user_input[{i}]",
                         "a tool message must follow an ai message or another tool message",
@@ -191,14 +194,23 @@ def parse_sample(obj: object, *, line: int | None = None) -> Sample:
     ``line`` (1-based) is only used to prefix error messages.
     """
     try:
-        return _parse_sample(obj)
+        sample_id, parts, predicted, reference = _read(obj)
     except SampleError as exc:
         if line is None:
             raise
         raise SampleError(f"line {line}: {exc}") from None
+    messages = tuple([Message(*p) for p in parts])
+    return Sample(sample_id, messages, predicted, reference)
 
 
-def _parse_sample(obj: object) -> Sample:
+def read_calls(obj: object) -> tuple[Any, tuple[ToolCall, ...], Reference | None]:
+    """``(id, predicted calls, reference)`` of a sample, validated exactly as by
+    :func:`parse_sample` but without building its messages (the bulk scoring path)."""
+    sample_id, _, predicted, reference = _read(obj)
+    return sample_id, predicted, reference
+
+
+def _read(obj: object) -> tuple[Any, list[_Parts], tuple[ToolCall, ...], Reference | None]:
     if type(obj) is not dict:
         raise SampleError(f"a sample must be a JSON object, got {_describe(obj)}")
     raw_messages = obj.get("user_input")
@@ -209,23 +221,22 @@ def _parse_sample(obj: object) -> Sample:
             "user_input",
             f"must be an array of messages, got {_describe(raw_messages)}",
         )
-    parsed: list[Message] = []
+    parts: list[_Parts] = []
     try:
         for m in raw_messages:
-            parsed.append(_message(m))
+            parts.append(_message(m))
     except _Bad as bad:
-        raise bad.under(f"[{len(parsed)}]").error("user_input") from None
-    messages = tuple(parsed)
+        raise bad.under(f"[{len(parts)}]").error("user_input") from None
     predicted: list[ToolCall] = []
     has_tool_message = False
-    for message in messages:
-        if message.tool_calls:
-            predicted.extend(message.tool_calls)
-        elif message.type == "tool":
+    for kind, _, tool_calls, _ in parts:
+        if tool_calls:
+            predicted.extend(tool_calls)
+        elif kind == "tool":
             has_tool_message = True
     if has_tool_message:
-        _check_tool_message_order(messages)
+        _check_tool_message_order(parts)
     raw_reference = obj.get("reference_tool_calls")
     reference = None if raw_reference is None else parse_reference(raw_reference)
     _check_optional_fields(obj)
-    return Sample(obj.get("id"), messages, tuple(predicted), reference)
+    return obj.get("id"), parts, tuple(predicted), reference

@@ -11,7 +11,7 @@ from typing import Any
 
 from scorer.config import ScoringConfig
 from scorer.model import SampleError
-from scorer.parse import parse_sample
+from scorer.parse import read_calls
 
 
 def error_row(config: ScoringConfig, message: str, sample_id: Any = None) -> dict[str, Any]:
@@ -30,30 +30,24 @@ def score_row(
     ``where`` ("line 3", "item 2") prefixes error messages.
     """
     try:
-        sample = parse_sample(obj)
+        sample_id, predicted, reference = read_calls(obj)
     except SampleError as exc:
         sample_id = obj.get("id") if isinstance(obj, dict) else None
         return error_row(config, f"{where}: {exc}", sample_id), False
-    row: dict[str, Any] = {"id": sample.id}
-    predicted, reference = sample.predicted_tool_calls, sample.reference_tool_calls
+    row: dict[str, Any] = {"id": sample_id}
     explanations: dict[str, Any] = {}
     errors: dict[str, str] | None = None
     for name, instance in config.instances.items():
-        if details:
-            result = instance.score(predicted, reference)
-            row[name] = result.value
-            explanations[name] = result.details
-            if result.error is not None:
-                if errors is None:
-                    errors = {}
-                errors[name] = result.error
+        if reference is None:
+            row[name] = None
+            explanations[name] = {}
+            if errors is None:
+                errors = {}
+            errors[name] = instance.score(predicted, reference).error or "not scored"
+        elif details:
+            row[name], explanations[name] = instance.metric.evaluate(predicted, reference)
         else:
-            value = instance.value(predicted, reference)
-            row[name] = value
-            if value is None:
-                if errors is None:
-                    errors = {}
-                errors[name] = instance.score(predicted, reference).error or "not scored"
+            row[name] = instance.metric.value(predicted, reference)
     if details:
         row["details"] = explanations
     if errors is not None:

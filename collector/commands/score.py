@@ -290,7 +290,7 @@ def _lines(lines: Iterable[bytes], loads: Callable[[bytes], Any], start: int) ->
     number = start - 1
     for raw in lines:
         number += 1
-        if not raw.strip():
+        if not raw or raw.isspace():
             continue
         try:
             obj = loads(raw)
