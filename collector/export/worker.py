@@ -48,14 +48,20 @@ def export_pass(
     settings: ExportSettings,
     now: Callable[[], dt.datetime] = _utcnow,
     max_batches: int = MAX_BATCHES_PER_PASS,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> PassResult:
-    """One synchronous pass over the outbox (what the worker runs in its thread)."""
+    """One synchronous pass over the outbox (what the worker runs in its thread).
+
+    ``should_stop`` is checked between batches, so a shutdown waits for one batch at most.
+    """
     with engine.begin() as conn:
         enqueued = exports.enqueue_new(conn, now(), limit=max(1000, settings.batch_size))
         emitter.thresholds = {**exports.load_thresholds(conn)}
     exported = failed = 0
     lease = dt.timedelta(seconds=settings.lease_s)
     for _ in range(max_batches):
+        if should_stop():
+            break
         with engine.begin() as conn:
             items = exports.claim_batch(conn, now(), settings.batch_size, lease)
         if not items:
@@ -147,7 +153,11 @@ class ExportWorker:
             self._wake.clear()
             try:
                 result = await asyncio.to_thread(
-                    export_pass, self._engine, self._emitter, self._settings
+                    export_pass,
+                    self._engine,
+                    self._emitter,
+                    self._settings,
+                    should_stop=lambda: self._stopping,
                 )
             except Exception:  # database down etc.: keep the worker alive, retry on the timer
                 log.exception("evaluation export pass failed")
