@@ -228,14 +228,16 @@ def _read(obj: object) -> tuple[Any, list[_Parts], tuple[ToolCall, ...], Referen
     except _Bad as bad:
         raise bad.under(f"[{len(parts)}]").error("user_input") from None
     predicted: list[ToolCall] = []
-    has_tool_message = False
+    previous = ""  # Ragas's tool-message rules, checked in the same pass
     for kind, _, tool_calls, _ in parts:
         if tool_calls:
             predicted.extend(tool_calls)
+            previous = "ai+calls"
         elif kind == "tool":
-            has_tool_message = True
-    if has_tool_message:
-        _check_tool_message_order(parts)
+            if previous in ("", "human", "ai"):
+                _check_tool_message_order(parts)  # raises with the position and the rule
+        else:
+            previous = kind
     raw_reference = obj.get("reference_tool_calls")
     reference = None if raw_reference is None else parse_reference(raw_reference)
     _check_optional_fields(obj)
