@@ -94,19 +94,22 @@ class Strands:
     def extract(self, span: SpanRecord) -> Sequence[Observation]:
         if is_tool_span(span):
             return [self._tool(span)]
+        exchanges = self._exchanges(span)
+        if span.attributes.get("gen_ai.operation.name") == "chat":
+            return exchanges
+        # invoke_agent / execute_event_loop_cycle events summarise their chat spans: history only,
+        # placed at the span's end, so they add only what no chat span recorded
+        return [
+            Exchange(self.name, e.trace_id, e.span_id, span.end_ns, e.inputs + e.outputs)
+            for e in exchanges
+        ]
+
+    def _exchanges(self, span: SpanRecord) -> list[Exchange]:
         if any(e.name == DETAILS_EVENT for e in span.events) or "gen_ai.input.messages" in (
             span.attributes
         ):
             return [
-                Exchange(
-                    self.name,
-                    e.trace_id,
-                    e.span_id,
-                    e.sort_ns,
-                    e.inputs,
-                    e.outputs,
-                    e.response_id,
-                )
+                Exchange(self.name, e.trace_id, e.span_id, e.sort_ns, e.inputs, e.outputs)
                 for e in OtelGenAI().extract(span)
                 if isinstance(e, Exchange)
             ]
@@ -116,6 +119,8 @@ class Strands:
             attrs = event.attributes
             if event.name == "gen_ai.choice":
                 outputs.extend(blocks_to_messages("assistant", attrs.get("message")))
+                if "tool.result" in attrs:  # event-loop cycles attach the cycle's tool results
+                    outputs.extend(blocks_to_messages("user", attrs.get("tool.result")))
             elif event.name in ROLE_EVENTS:
                 role = norm_role(attrs.get("role") or ROLE_EVENTS[event.name])
                 inputs.extend(blocks_to_messages(role, attrs.get("content")))

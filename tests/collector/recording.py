@@ -144,9 +144,10 @@ def save_recording(
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def load_recording(
-    path: Path,
-) -> tuple[list[SpanRecord], list[LogRecordData], list[dict[str, Any]]]:
+Recording = tuple[list[SpanRecord], list[LogRecordData], list[dict[str, Any]]]
+
+
+def load_recording(path: Path) -> Recording:
     """Load a recording or a shared convention fixture."""
     document = json.loads(path.read_text(encoding="utf-8"))
     resource = document.get("resource", {})

@@ -3,46 +3,31 @@
 The server (127.0.0.1, ephemeral port) answers chat.completions with scripted ``tool_calls``. The
 app runs the tools itself (no tool spans: only the model calls are traced), as in most apps using
 the bare client. Three instrumentations: OpenLLMetry with content on span attributes, OpenLLMetry
-in events mode (content only in log records), OpenInference. Set ``TOOLSCORE_RECORD=1`` to refresh
-the saved copies in tests/fixtures/recorded/.
+in events mode (content only in log records), OpenInference. The app (openai_app.py) runs in a
+fresh process per run, because instrumentors patch ``openai`` globally and do not fully undo it.
+Set ``TOOLSCORE_RECORD=1`` to refresh the saved copies in tests/fixtures/recorded/.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
-from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
-from opentelemetry.instrumentation.openai import OpenAIInstrumentor
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
-from collector.model import LogRecordData, SpanRecord
 from collector.reconstruct import reconstruct
-from tests.collector.recording import RECORDED, log_from_sdk, save_recording, span_from_sdk
+from tests.collector.recording import RECORDED, Recording, load_recording, save_recording
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "parameters": {"type": "object", "properties": {param: {"type": "string"}}},
-        },
-    }
-    for name, param in (("get_weather", "city"), ("get_time", "timezone"))
-]
 
 
 def completion(*calls: tuple[str, str, str], text: str | None = None) -> dict[str, Any]:
@@ -71,6 +56,7 @@ class FakeOpenAI:
     script: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +66,9 @@ def server() -> Iterator[FakeOpenAI]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
-            fake.requests.append(json.loads(self.rfile.read(length) or b"{}"))
-            answer = fake.script.pop(0) if fake.script else completion(text="(script exhausted)")
+            with fake.lock:
+                fake.requests.append(json.loads(self.rfile.read(length) or b"{}"))
+                answer = fake.script.pop(0) if fake.script else completion(text="(exhausted)")
             body = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -101,139 +88,114 @@ def server() -> Iterator[FakeOpenAI]:
     httpd.server_close()
 
 
-@dataclass
-class Recorder:
-    mode: str
-    spans: InMemorySpanExporter
-    logs: InMemoryLogRecordExporter
-    tracer_provider: TracerProvider
-
-    def records(self) -> tuple[list[SpanRecord], list[LogRecordData]]:
-        return (
-            [span_from_sdk(s) for s in self.spans.get_finished_spans()],
-            [log_from_sdk(log) for log in self.logs.get_finished_logs()],
-        )
-
-
+PARALLEL = [
+    {"name": "get_weather", "args": {"city": "Paris"}},
+    {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
+]
+# name → (questions, the server's answers in order, expected calls)
+SCENARIOS: dict[str, tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "parallel": (
+        [QUESTION],
+        [
+            completion(
+                ("get_weather", '{"city":"Paris"}', "call_w1"),
+                ("get_time", '{"timezone":"Asia/Tokyo"}', "call_t2"),
+            ),
+            completion(text="18C and 09:00"),
+        ],
+        PARALLEL,
+    ),
+    "multi-turn": (
+        ["Weather in Paris?", "And the time in Tokyo?"],
+        [
+            completion(("get_weather", '{"city":"Paris"}', "c1")),
+            completion(text="18C"),
+            completion(("get_time", '{"timezone":"Asia/Tokyo"}', "c2")),
+            completion(text="09:00"),
+        ],
+        PARALLEL,
+    ),
+    "malformed": (
+        ["Weather in Paris?"],
+        [
+            completion(("get_weather", '{"city": "Paris", "units": "met', "c1")),  # cut short
+            completion(text="?"),
+        ],
+        [{"name": "get_weather", "args": {"city": "Paris"}}],
+    ),
+}
 MODES = ["openllmetry", "openllmetry-events", "openinference"]
-
-
-@pytest.fixture(scope="module", params=MODES)
-def instrumented(request: pytest.FixtureRequest) -> Iterator[Recorder]:
-    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    instrumentor: Any
-    if request.param == "openinference":
-        instrumentor = OIInstrumentor()
-        instrumentor.instrument(tracer_provider=tracer_provider)
-    else:
-        instrumentor = OpenAIInstrumentor(use_attributes=request.param == "openllmetry")
-        instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
-    yield Recorder(request.param, spans, logs, tracer_provider)
-    instrumentor.uninstrument()
-    tracer_provider.shutdown()
-    logger_provider.shutdown()
-
-
-@pytest.fixture
-def recorder(instrumented: Recorder, server: FakeOpenAI) -> Recorder:
-    instrumented.spans.clear()
-    instrumented.logs.clear()
-    server.script.clear()
-    server.requests.clear()
-    return instrumented
-
-
-def run_turns(recorder: Recorder, server: FakeOpenAI, questions: list[str]) -> None:
-    """The app: one root span per user turn (its own trace), tools run locally."""
-    client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
-    tracer = recorder.tracer_provider.get_tracer("weather-app")
-    messages: list[dict[str, Any]] = []
-    for question in questions:
-        with tracer.start_as_current_span(
-            "turn", attributes={"gen_ai.conversation.id": "conv-openai"}
-        ):
-            messages.append({"role": "user", "content": question})
-            while True:
-                response = client.chat.completions.create(
-                    model="gpt-4o", messages=messages, tools=TOOLS
-                )
-                message = response.choices[0].message
-                messages.append(message.model_dump(exclude_none=True))
-                if not message.tool_calls:
-                    break
-                for call in message.tool_calls:
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
-
-
-def maybe_record(recorder: Recorder, name: str, expected: list[dict[str, Any]]) -> None:
-    if os.environ.get("TOOLSCORE_RECORD") == "1":
-        spans, logs = recorder.records()
-        note = f"Recorded from the openai client under {recorder.mode}; {name}."
-        path = RECORDED / f"openai-{recorder.mode}-{name}.json"
-        save_recording(path, spans, logs, note=note, expected=expected)
-
-
 CONVENTION = {
     "openllmetry": "openllmetry",
     "openllmetry-events": "otel_genai_events",
     "openinference": "openinference",
 }
-PARALLEL = [
-    {"name": "get_weather", "args": {"city": "Paris"}},
-    {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
-]
+APP = "tests.collector.conventions.openai_app"
+ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_parallel_calls(recorder: Recorder, server: FakeOpenAI) -> None:
-    server.script[:] = [
-        completion(
-            ("get_weather", '{"city":"Paris"}', "call_w1"),
-            ("get_time", '{"timezone":"Asia/Tokyo"}', "call_t2"),
-        ),
-        completion(text="18C and 09:00"),
-    ]
-    run_turns(recorder, server, [QUESTION])
-    assert len(server.requests) == 2
-    spans, logs = recorder.records()
+@dataclass
+class Run:
+    mode: str
+    recordings: dict[str, Recording]
+    requests: int
+
+
+@pytest.fixture(scope="module", params=MODES)
+def run(
+    request: pytest.FixtureRequest, server: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
+    """All scenarios for one instrumentation, in one fresh process (instrumentors are global)."""
+    outdir = tmp_path_factory.mktemp(request.param)
+    with server.lock:
+        server.script[:] = [answer for _, answers, _ in SCENARIOS.values() for answer in answers]
+        server.requests.clear()
+    args = [f"{name}={'|'.join(questions)}" for name, (questions, _, _) in SCENARIOS.items()]
+    subprocess.run(
+        [sys.executable, "-m", APP, request.param, server.url, str(outdir), *args],
+        cwd=ROOT,
+        check=True,
+        timeout=300,
+    )
+    recordings = {name: load_recording(outdir / f"{name}.json") for name in SCENARIOS}
+    if os.environ.get("TOOLSCORE_RECORD") == "1":
+        for name, (spans, logs, _) in recordings.items():
+            note = f"Recorded from the openai client under {request.param}; {name}."
+            path = RECORDED / f"openai-{request.param}-{name}.json"
+            save_recording(path, spans, logs, note=note, expected=SCENARIOS[name][2])
+    return Run(request.param, recordings, len(server.requests))
+
+
+def test_every_request_reached_the_fake_server(run: Run) -> None:
+    assert run.requests == sum(len(answers) for _, answers, _ in SCENARIOS.values())
+
+
+def test_parallel_calls(run: Run) -> None:
+    spans, logs, _ = run.recordings["parallel"]
     result = reconstruct(spans, logs)
     assert [{"name": c.name, "args": c.arguments} for c in result.tool_calls] == PARALLEL
     assert [c.call_id for c in result.tool_calls] == ["call_w1", "call_t2"]
-    assert {c.convention for c in result.tool_calls} == {CONVENTION[recorder.mode]}
+    assert {c.convention for c in result.tool_calls} == {CONVENTION[run.mode]}
     assert result.first_user_message == QUESTION
+    assert [m["type"] for m in result.messages] == ["human", "ai", "tool", "tool", "ai"]
     assert result.warnings == ()
-    maybe_record(recorder, "parallel", PARALLEL)
 
 
-def test_multi_turn_over_two_traces(recorder: Recorder, server: FakeOpenAI) -> None:
-    server.script[:] = [
-        completion(("get_weather", '{"city":"Paris"}', "c1")),
-        completion(text="18C"),
-        completion(("get_time", '{"timezone":"Asia/Tokyo"}', "c2")),
-        completion(text="09:00"),
-    ]
-    run_turns(recorder, server, ["Weather in Paris?", "And the time in Tokyo?"])
-    spans, logs = recorder.records()
-    assert len({s.trace_id for s in spans}) == 2
-    for trace in {s.trace_id for s in spans}:
+def test_multi_turn_over_two_traces(run: Run) -> None:
+    spans, logs, _ = run.recordings["multi-turn"]
+    traces = {s.trace_id for s in spans}
+    assert len(traces) == 2
+    for trace in traces:
         mine = [s for s in spans if s.trace_id == trace]
-        assert conversation_id_for_trace(mine, DEFAULT_CONVERSATION_KEYS) == "conv-openai"
+        assert conversation_id_for_trace(mine, DEFAULT_CONVERSATION_KEYS) == "conv-multi-turn"
     result = reconstruct(spans[::-1], logs[::-1])
     assert [{"name": c.name, "args": c.arguments} for c in result.tool_calls] == PARALLEL
     humans = [m["content"] for m in result.messages if m["type"] == "human"]
     assert humans == ["Weather in Paris?", "And the time in Tokyo?"]
-    maybe_record(recorder, "multi-turn", PARALLEL)
 
 
-def test_malformed_arguments_are_kept_raw(recorder: Recorder, server: FakeOpenAI) -> None:
-    server.script[:] = [
-        completion(("get_weather", '{"city": "Paris", "units": "met', "c1")),
-        completion(text="?"),
-    ]
-    run_turns(recorder, server, ["Weather in Paris?"])
-    spans, logs = recorder.records()
+def test_malformed_arguments_are_kept_raw(run: Run) -> None:
+    spans, logs, _ = run.recordings["malformed"]
     result = reconstruct(spans, logs)
     [call] = result.tool_calls
     assert call.name == "get_weather"

@@ -9,6 +9,7 @@ are a valid Ragas ``MultiTurnSample``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -91,3 +92,24 @@ def test_messages_are_a_valid_ragas_multi_turn_sample(path: Path) -> None:
         for tc in (getattr(m, "tool_calls", None) or [])
     ]
     assert ragas_calls == [(c.name, c.arguments or {}) for c in result.tool_calls]
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+def test_each_model_message_appears_once(path: Path) -> None:
+    """Summaries (agent spans, histories) add nothing: ai and human messages never repeat."""
+    spans, logs, _ = load_recording(path)
+    messages = list(reconstruct(spans, logs).messages)
+    types = [m["type"] for m in messages]
+    assert all(not (a == b == "ai") for a, b in itertools.pairwise(types)), types
+    humans = [m["content"] for m in messages if m["type"] == "human"]
+    assert len(humans) == len(set(humans)) >= 1
+    assert types[-1] == "ai" and "tool_calls" not in messages[-1]  # ends with the final answer
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+def test_recordings_are_self_contained(path: Path) -> None:
+    """Every parent span and every log record's span is in the recording (nothing leaked in)."""
+    spans, logs, _ = load_recording(path)
+    ids = {s.span_id for s in spans}
+    assert all(s.parent_span_id is None or s.parent_span_id in ids for s in spans)
+    assert all(log.span_id in ids for log in logs)
