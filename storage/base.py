@@ -6,7 +6,7 @@ JSON text on SQLite; 64-bit integers (Unix nanoseconds) are BIGINT on PostgreSQL
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, BigInteger, Integer, MetaData
 from sqlalchemy.dialects import postgresql
@@ -27,4 +27,4 @@ Int64 = BigInteger().with_variant(BigInteger(), "postgresql").with_variant(Integ
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: dict[Any, Any] = {dict[str, Any]: JsonType, list[Any]: JsonType}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonType, list[Any]: JsonType}
