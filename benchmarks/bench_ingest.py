@@ -201,6 +201,12 @@ def _peak_rss_mb(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else float("nan")
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU time (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -218,6 +224,11 @@ class RunFigures:
     p99_ms: float
     peak_rss_mb: float
     refused_requests: int
+    server_cpu_s: float  # CPU the server used while the load ran (independent of other load)
+
+    @property
+    def spans_per_cpu_s(self) -> float:
+        return self.stored / self.server_cpu_s if self.server_cpu_s else float("nan")
 
 
 def run_toolscore(
@@ -238,7 +249,10 @@ def run_toolscore(
     )  # fmt: skip
     try:
         _wait_port(port)
+        time.sleep(1.0)  # let start-up work settle before measuring CPU
+        cpu0 = _cpu_s(proc.pid)
         load = asyncio.run(_drive(f"127.0.0.1:{port}", payloads, concurrency))
+        cpu = _cpu_s(proc.pid) - cpu0
         rss = _peak_rss_mb(proc.pid)
     finally:
         proc.terminate()
@@ -250,7 +264,7 @@ def run_toolscore(
     total = sum(_span_count(p) for p in payloads)
     return RunFigures(label, total, stored, load.seconds, stored / load.seconds,
                       _pct(load.latencies, 0.5), _pct(load.latencies, 0.95),
-                      _pct(load.latencies, 0.99), rss, load.failures)  # fmt: skip
+                      _pct(load.latencies, 0.99), rss, load.failures, cpu)  # fmt: skip
 
 
 def _span_count(payload: bytes) -> int:
@@ -272,6 +286,8 @@ def run_phoenix(
     try:
         _wait_port(grpc_port, timeout=180)
         _wait_port(http_port, timeout=180)
+        time.sleep(1.0)
+        cpu0 = _cpu_s(proc.pid)
         started = time.perf_counter()
         load = asyncio.run(_drive(f"127.0.0.1:{grpc_port}", payloads, concurrency))
         db = workdir / "phoenix.db"
@@ -287,6 +303,7 @@ def run_phoenix(
                 break
             time.sleep(0.5)
         seconds = time.perf_counter() - started
+        cpu = _cpu_s(proc.pid) - cpu0
         rss = _peak_rss_mb(proc.pid)
     finally:
         proc.terminate()
@@ -297,7 +314,7 @@ def run_phoenix(
         log.close()
     return RunFigures("phoenix (sqlite)", total, stored, seconds, stored / seconds,
                       _pct(load.latencies, 0.5), _pct(load.latencies, 0.95),
-                      _pct(load.latencies, 0.99), rss, load.failures)  # fmt: skip
+                      _pct(load.latencies, 0.99), rss, load.failures, cpu)  # fmt: skip
 
 
 def _fresh_postgres(admin_url: str) -> str:
@@ -367,9 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         "| system | spans/run | stored spans/s (median) | p50 ms | p95 ms | p99 ms "
-        "| peak RSS MB | all stored |"
+        "| peak RSS MB | stored spans per server CPU-second | all stored |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     medians: dict[str, float] = {}
     for system in dict.fromkeys(r.system for r in results):
         rs = [r for r in results if r.system == system]
@@ -378,9 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p50, p95, p99 = (statistics.median(getattr(r, f) for r in rs) for f in PCTS)
         rss = max(r.peak_rss_mb for r in rs)
         complete = all(r.stored == r.spans for r in rs)
+        per_cpu = statistics.median(r.spans_per_cpu_s for r in rs)
         print(
             f"| {system} | {rs[0].spans} | {med:,.0f} | {p50:.0f} | {p95:.0f} | {p99:.0f} "
-            f"| {rss:.0f} | {complete} |"
+            f"| {rss:.0f} | {per_cpu:,.0f} | {complete} |"
         )
     peer = medians.get("phoenix (sqlite)")
     if peer:
@@ -388,7 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if system.startswith("toolscore"):
                 print(f"{system}: {med / peer:,.0f}x Phoenix's stored spans/s")
     if args.out:
-        args.out.write_text(json.dumps([asdict(r) for r in results], indent=2))
+        rows = [{**asdict(r), "spans_per_cpu_s": r.spans_per_cpu_s} for r in results]
+        args.out.write_text(json.dumps(rows, indent=2))
     return 0 if all(r.stored == r.spans for r in results) else 1
 
 
