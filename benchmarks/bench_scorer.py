@@ -2,17 +2,19 @@
 
     .venv/bin/python benchmarks/bench_scorer.py [--samples 10000] [--runs 5]
 
-Scores the same N samples (3 calls each; a seeded mix of exact, wrong-argument and reordered
-calls) with:
-  1. toolscore core, value only (``MetricInstance.value``, strict order, exact comparator),
-  2. toolscore core with explanations (``MetricInstance.score``),
-  3. ``ragas.metrics.ToolCallAccuracy`` (legacy API, ``_multi_turn_ascore`` on one event loop),
-  4. ``ragas.metrics.collections.ToolCallAccuracy`` (``ascore`` driven without an event loop;
-     its pydantic message/ToolCall construction is done beforehand and not timed),
-  5. ``toolscore score`` end to end on a JSONL file (subprocess; default config = accuracy + F1,
-     with explanations; output to /dev/null).
-Reports the median of ``--runs`` runs, samples/s, ratios, and peak RSS. Checks that toolscore
-and both Ragas APIs gave the same scores.
+Scores the same N samples (3 calls each; a seeded mix of 40% exact, 30% one wrong argument and
+30% two calls swapped) with:
+  * ``toolscore score`` end to end on a JSONL file (subprocess, default config = accuracy + F1
+    with explanations, output to /dev/null), in one process and with 2 worker processes; its
+    start-up (empty input) is reported separately and included in those rows;
+  * toolscore core, value only (``MetricInstance.value``: strict order, exact comparator);
+  * toolscore core with explanations (``MetricInstance.score``);
+  * ``ragas.metrics.ToolCallAccuracy`` (legacy API, ``_multi_turn_ascore`` on one event loop);
+  * ``ragas.metrics.collections.ToolCallAccuracy`` (``ascore`` driven without an event loop; its
+    pydantic message/ToolCall construction is done beforehand and not timed).
+Reports medians of ``--runs`` runs: wall seconds and samples/s, CPU seconds and samples per
+CPU-second (steadier than wall time on a shared machine), ratios against both Ragas APIs, and
+peak RSS. Checks that toolscore and both Ragas APIs gave the same scores.
 """
 
 from __future__ import annotations
@@ -70,13 +72,39 @@ def make_samples(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return samples
 
 
-def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[float, list[float | None]]:
-    times, result = [], []
+Timing = tuple[float, float]  # median wall seconds, median CPU seconds
+
+
+def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[Timing, list[float | None]]:
+    walls, cpus, result = [], [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return (statistics.median(walls), statistics.median(cpus)), result
+
+
+def run_cli(args: list[str], runs: int) -> tuple[Timing, float]:
+    """Median wall and CPU seconds (the command and its worker processes), and peak RSS (MiB)."""
+    walls, cpus, peak = [], [], 0.0
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "collector", "score", *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        walls.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"toolscore score {' '.join(args)} exited with {proc.returncode}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return (statistics.median(walls), statistics.median(cpus)), peak
 
 
 def drive(coro: Any) -> Any:
@@ -98,9 +126,19 @@ def main() -> int:
     from scorer import default_config, parse_sample
 
     samples = make_samples(n)
+    # The command first, while this process is still small (its children's RSS is measured).
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "samples.jsonl"
+        path.write_text("".join(json.dumps(s) + "\n" for s in samples))
+        empty = Path(tmp) / "empty.jsonl"
+        empty.write_text("")
+        startup, _ = run_cli([str(empty)], runs)
+        one, rss_one = run_cli(["--jobs", "1", str(path)], runs)
+        two, rss_two = run_cli(["--jobs", "2", str(path)], runs)
+
     parsed = [parse_sample(s) for s in samples]
     accuracy = default_config().instances["tool_call_accuracy"]
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, Timing]] = []
     results: dict[str, list[float | None]] = {}
 
     def core_value() -> list[float | None]:
@@ -161,20 +199,8 @@ def main() -> int:
             seconds, results[label] = timed(fn, max(1, runs if "collections" in label else 3))
             rows.append((label, seconds))
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "samples.jsonl"
-        path.write_text("".join(json.dumps(s) + "\n" for s in samples))
-        cli_times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "collector", "score", str(path)],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                check=True,
-            )
-            cli_times.append(time.perf_counter() - start)
-        rows.append(("toolscore score (CLI, JSONL, acc+F1)", statistics.median(cli_times)))
+    rows.append(("toolscore score, 1 process (CLI)", one))
+    rows.append(("toolscore score, 2 workers (CLI)", two))
 
     reference_scores = results["toolscore core (value)"]
     for label, scores in results.items():
@@ -187,20 +213,25 @@ def main() -> int:
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
         f"Python {platform.python_version()}"
     )
-    base = {label: s for label, s in rows}
-    peers = [lbl for lbl in base if lbl.startswith("ragas")]
+    walls = {label: t[0] for label, t in rows}
+    peers = [label for label in walls if label.startswith("ragas")]
+    short = {p: "vs legacy" if "collections" not in p else "vs collections" for p in peers}
+    header = f"{'':36} {'wall s':>7} {'samples/s':>10} {'CPU s':>7} {'per CPU-s':>10}"
+    print(header + "".join(f"  {short[p]:>15}" for p in peers))
+    for label, (wall, cpu) in rows:
+        ratios = "".join(f"  {walls[p] / wall:>14.1f}x" for p in peers)
+        print(
+            f"{label:36} {wall:7.3f} {n / wall:10,.0f} {cpu:7.3f} "
+            f"{n / max(cpu, 1e-9):10,.0f}{ratios}"
+        )
     print(
-        f"{'scorer':40} {'seconds':>9} {'samples/s':>12}  "
-        + "  ".join(f"{'vs ' + p[:18]:>22}" for p in peers)
+        f"toolscore score startup (empty input): {startup[0]:.3f} s wall, {startup[1]:.3f} s CPU "
+        "(included in the CLI rows)"
     )
-    for label, seconds in rows:
-        ratios = "  ".join(f"{base[p] / seconds:>21.1f}x" for p in peers)
-        print(f"{label:40} {seconds:9.3f} {n / seconds:12,.0f}  {ratios}")
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"peak RSS: this process {own:.0f} MiB (holds Ragas and all samples); "
-        f"toolscore score subprocess {child:.0f} MiB"
+        f"peak RSS: toolscore score {rss_one:.0f} MiB (1 process), {rss_two:.0f} MiB (main of 2 "
+        f"workers); this process {own:.0f} MiB (Ragas, its pydantic samples and ours)"
     )
     return 0
 
