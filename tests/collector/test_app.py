@@ -1,0 +1,91 @@
+"""The serve composition root: extension components and hooks, start-up errors."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, func, select
+
+from collector.app import App, AppContext, Extension, StartupError
+from collector.model import LogRecordData, SpanRecord
+from collector.settings import Listen, Settings
+from storage.telemetry import spans_table
+
+
+def _settings(url: str, **kw: object) -> Settings:
+    base = Settings(db_url=url, grpc=Listen("127.0.0.1", 0), http=Listen("127.0.0.1", 0))
+    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+
+
+class Recorder:
+    def __init__(self, name: str, log: list[str], ctx: AppContext) -> None:
+        self.name, self.log, self.ctx = name, log, ctx
+
+    async def start(self) -> None:
+        # started after the database is migrated: the tables exist
+        with self.ctx.engine.connect() as conn:
+            conn.execute(select(func.count()).select_from(spans_table))
+        self.log.append(f"start {self.name}")
+
+    async def stop(self) -> None:
+        self.log.append(f"stop {self.name}")
+
+    def on_batch(
+        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
+    ) -> None:
+        self.log.append(f"batch {self.name} {len(spans)}")
+
+
+def test_components_start_after_the_database_and_stop_in_reverse(sqlite_url: str) -> None:
+    log: list[str] = []
+
+    def ext(name: str):  # type: ignore[no-untyped-def]
+        def factory(ctx: AppContext) -> Extension:
+            rec = Recorder(name, log, ctx)
+            return Extension(hooks=[rec], components=[rec])
+
+        return factory
+
+    async def main() -> None:
+        app = App(_settings(sqlite_url), [ext("a"), ext("b")])
+        await app.start()
+        assert app.grpc_port and app.http_port
+        span = SpanRecord("ab" * 16, "cd" * 8, None, "s", 1, 1, 2)
+        assert app._writer is not None
+        await app._writer.submit([span])
+        await app.stop()
+
+    asyncio.run(main())
+    assert log == ["start a", "start b", "batch a 1", "batch b 1", "stop b", "stop a"]
+
+
+def test_invalid_scoring_config_stops_start_up(sqlite_url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "scoring.yaml"
+    bad.write_text("metrics: [this is not a mapping\n")
+
+    async def main() -> None:
+        app = App(_settings(sqlite_url, config_path=bad))
+        await app.start()
+
+    with pytest.raises(StartupError, match="--config"):
+        asyncio.run(main())
+
+
+def test_port_in_use_is_a_startup_error(sqlite_url: str) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+
+        async def main() -> None:
+            app = App(_settings(sqlite_url, grpc=None, http=Listen("127.0.0.1", port)))
+            await app.start()
+
+        with pytest.raises(StartupError, match="cannot listen"):
+            asyncio.run(main())
