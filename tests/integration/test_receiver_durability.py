@@ -227,3 +227,29 @@ def test_sigterm_stops_cleanly_and_keeps_every_acknowledged_span(tmp_path: Path)
     assert set(acked) <= stored  # every acknowledged request is in the database
     assert total == 50 * len(stored)  # and whole: nothing half-stored
     assert set(refused) <= {grpc.StatusCode.UNAVAILABLE}
+
+
+def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
+    db = tmp_path / "killed.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collector", "serve", "--db", f"sqlite:///{db}",
+         "--grpc", "127.0.0.1:0", "--http", "off"],
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    line = ""
+    deadline = time.monotonic() + 60
+    while "OTLP/gRPC on" not in line and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+    match = re.search(r"OTLP/gRPC on 127\.0\.0\.1:(\d+)", line)
+    assert match, line
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{match.group(1)}") as channel:
+            call = channel.unary_unary(TRACES)
+            for trace in range(1, 6):
+                call(_request(trace, 100), timeout=10)
+    finally:
+        proc.kill()  # SIGKILL right after the last acknowledgement: no shutdown code runs
+        proc.wait(10)
+    assert count_rows(f"sqlite:///{db}") == 500
