@@ -87,15 +87,18 @@ class ToolCallAccuracy:
     length_mismatch: str = "zero"
     arguments: ArgumentPolicy = field(default_factory=ArgumentPolicy)
 
+    #: Ragas's own configuration (strict/flexible, zero, exact): the specialised fast paths.
+    is_ragas_default: bool = field(init=False, repr=False, compare=False)
+
     type: ClassVar[str] = "tool_call_accuracy"
 
-    @property
-    def is_ragas_default(self) -> bool:
-        return (
+    def __post_init__(self) -> None:
+        default = (
             self.order in ("strict", "flexible")
             and self.length_mismatch == "zero"
             and self.arguments.is_exact
         )
+        object.__setattr__(self, "is_ragas_default", default)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
         if self.is_ragas_default and is_flat(reference):
@@ -129,7 +132,20 @@ class ToolCallAccuracy:
             if expected.name != got.name:
                 aligned = False
                 continue
-            one, per_arg = exact_arg_score_detailed(got, expected)
+            # exact_arg_score_detailed, inlined: this loop is the bulk of `toolscore score`.
+            g_args, e_args = got.args, expected.args
+            per_arg: dict[str, float] = {}
+            if e_args:
+                total = 0.0
+                for key, value in e_args.items():
+                    if key in g_args and str(g_args[key]) == str(value):
+                        per_arg[key] = 1.0
+                        total += 1.0
+                    else:
+                        per_arg[key] = 0.0
+                one = total / len(e_args)
+            else:
+                one = 0.0 if g_args else 1.0
             score += one
             pair = {"expected": r, "predicted": p, "name": expected.name, "score": one}
             pair["args"] = per_arg
