@@ -1,5 +1,14 @@
 """Google ADK (scope ``gcp.vertex.agent``).
 
+ADK 2.x (seen with 2.13): model calls are ``generate_content {model}`` spans without content; the
+messages travel in ``gen_ai.client.inference.operation.details`` log records (attributes
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` as structured lists, only with
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``), whose tool-call ids are per-message
+positions (``get_weather_0``) unrelated to the tool spans' ``adk-…`` ids and reused across turns:
+they are dropped, so calls are deduplicated and attached by name and arguments. Parallel tool
+runs add an ``execute_tool (merged)`` span, which is not a call.
+
+ADK 1.x:
 ``call_llm`` spans hold JSON blobs: ``gcp.vertex.agent.llm_request`` (``contents[]`` of
 ``{role, parts[]}`` with ``text`` / ``function_call`` / ``function_response`` parts) and
 ``gcp.vertex.agent.llm_response`` (``content.parts[].function_call {id, name, args}``). Gemini gives
@@ -23,10 +32,11 @@ from collector.conventions.base import (
     norm_role,
     opt_str,
 )
-from collector.conventions.otel_genai import is_tool_span, tool_execution
+from collector.conventions.otel_genai import details_exchanges, is_tool_span, tool_execution
 from collector.model import LogRecordData, SpanRecord
 
 SCOPE = "gcp.vertex.agent"
+MERGED = "(merged tools)"
 REQUEST = "gcp.vertex.agent.llm_request"
 RESPONSE = "gcp.vertex.agent.llm_response"
 
@@ -72,6 +82,8 @@ class GoogleADK:
     def extract(self, span: SpanRecord) -> Sequence[Observation]:
         attrs = span.attributes
         if is_tool_span(span):
+            if span.attributes.get("gen_ai.tool.name") == MERGED:
+                return []
             return [tool_execution(span, self.name)]
         response = maybe_json(attrs.get(RESPONSE))
         request = maybe_json(attrs.get(REQUEST))
@@ -91,4 +103,25 @@ class GoogleADK:
         ]
 
     def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
-        return ()
+        mine = [log for log in logs if log.scope_name == SCOPE]
+        return [
+            _without_synthetic_ids(e)
+            for e in details_exchanges(mine, self.name)
+            if isinstance(e, Exchange)
+        ]
+
+
+def _without_synthetic_ids(exchange: Exchange) -> Exchange:
+    def strip(message: Message) -> Message:
+        calls = tuple(ToolCallRef(c.name, c.arguments, None) for c in message.tool_calls)
+        return Message(message.role, message.content, calls, None)
+
+    return Exchange(
+        exchange.convention,
+        exchange.trace_id,
+        exchange.span_id,
+        exchange.sort_ns,
+        tuple(strip(m) for m in exchange.inputs),
+        tuple(strip(m) for m in exchange.outputs),
+        exchange.response_id,
+    )

@@ -225,20 +225,31 @@ class OtelGenAI:
         return out
 
     def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
-        out: list[Observation] = []
-        for log in logs:
-            if log.event_name != DETAILS_EVENT or not log.trace_id:
-                continue
-            attrs: dict[str, Any] = dict(log.attributes)
-            if isinstance(log.body, Mapping):
-                attrs.update({k: v for k, v in log.body.items() if k in (INPUT, OUTPUT)})
-            out.append(
-                exchange_from(
-                    attrs,
-                    convention=self.name,
-                    trace_id=log.trace_id,
-                    span_id=log.span_id,
-                    sort_ns=log.time_ns,
-                )
+        # Google ADK's records need its own treatment (collector.conventions.google_adk)
+        return details_exchanges(
+            [log for log in logs if log.scope_name not in OWN_SCOPES], self.name
+        )
+
+
+OWN_SCOPES = frozenset({"gcp.vertex.agent"})
+
+
+def details_exchanges(logs: Sequence[LogRecordData], convention: str) -> list[Observation]:
+    """Exchanges from ``gen_ai.client.inference.operation.details`` log records."""
+    out: list[Observation] = []
+    for log in logs:
+        if log.event_name != DETAILS_EVENT or not log.trace_id:
+            continue
+        attrs: dict[str, Any] = dict(log.attributes)
+        if isinstance(log.body, Mapping):
+            attrs.update({k: v for k, v in log.body.items() if k in (INPUT, OUTPUT)})
+        out.append(
+            exchange_from(
+                attrs,
+                convention=convention,
+                trace_id=log.trace_id,
+                span_id=log.span_id,
+                sort_ns=log.time_ns,
             )
-        return out
+        )
+    return out

@@ -22,12 +22,13 @@ from scorer import ToolCall, default_config, parse_sample
 from tests.collector.recording import DOC_FIXTURES, RECORDED, load_recording
 
 RECORDINGS = sorted(RECORDED.glob("*.json"))
+WITH_CONTENT = [p for p in RECORDINGS if "nocontent" not in p.name]
 ALL = RECORDINGS + sorted(DOC_FIXTURES.glob("*.json"))
 
 
 def test_recordings_of_every_library_are_present() -> None:
     names = {p.name.split("-")[0] for p in RECORDINGS}
-    assert {"pydantic", "langchain", "openai"} <= names
+    assert {"pydantic", "langchain", "openai", "strands", "vercel", "google"} <= names
     assert len(RECORDINGS) >= 9
 
 
@@ -94,7 +95,7 @@ def test_messages_are_a_valid_ragas_multi_turn_sample(path: Path) -> None:
     assert ragas_calls == [(c.name, c.arguments or {}) for c in result.tool_calls]
 
 
-@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", WITH_CONTENT, ids=lambda p: p.stem)
 def test_each_model_message_appears_once(path: Path) -> None:
     """Summaries (agent spans, histories) add nothing: ai and human messages never repeat."""
     spans, logs, _ = load_recording(path)
@@ -113,3 +114,13 @@ def test_recordings_are_self_contained(path: Path) -> None:
     ids = {s.span_id for s in spans}
     assert all(s.parent_span_id is None or s.parent_span_id in ids for s in spans)
     assert all(log.span_id in ids for log in logs)
+
+
+@pytest.mark.parametrize("path", sorted(RECORDED.glob("*nocontent*.json")), ids=lambda p: p.stem)
+def test_without_content_capture_the_tool_spans_still_give_the_calls(path: Path) -> None:
+    spans, logs, expected = load_recording(path)
+    result = reconstruct(spans, logs)
+    assert [c.name for c in result.tool_calls] == [c["name"] for c in expected]
+    assert all(c.arguments is None and not c.arguments_ok for c in result.tool_calls)
+    assert all(c.call_id for c in result.tool_calls)  # the tool spans' ids survive
+    assert len(result.warnings) == len(expected)  # one "arguments were not recorded" per call
