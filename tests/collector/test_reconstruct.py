@@ -10,6 +10,9 @@ import json
 from itertools import count
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from collector.model import LogRecordData, SpanEvent, SpanRecord
 from collector.reconstruct import reconstruct
 
@@ -462,3 +465,68 @@ def test_a_failed_tool_run_still_counts_the_requested_call_once() -> None:
         tool("get_weather", W[1], "c1", start=20),  # retried by the framework, same call id
     ]
     assert calls(spans) == [("get_weather", {"city": "Paris"})]
+
+
+KEYS = [
+    "gen_ai.operation.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.call.arguments",
+    "openinference.span.kind",
+    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+    "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
+    "llm.input_messages.0.message.content",
+    "tool.name",
+    "input.value",
+    "gen_ai.completion.0.tool_calls.0.name",
+    "gen_ai.completion.0.tool_calls.0.arguments",
+    "traceloop.span.kind",
+    "traceloop.entity.input",
+    "ai.operationId",
+    "ai.response.toolCalls",
+    "ai.toolCall.name",
+    "ai.prompt.messages",
+    "pydantic_ai.all_messages",
+    "gcp.vertex.agent.llm_response",
+    "gen_ai.tool.definitions",
+]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+attr_values = st.one_of(
+    json_values,
+    json_values.map(json.dumps),
+    st.sampled_from(["chat", "execute_tool", "LLM", "TOOL", "tool", "ai.toolCall", "[", "{"]),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from(KEYS), attr_values, max_size=6),
+            st.sampled_from(
+                ["test", "pydantic-ai", "ai", "strands.telemetry.tracer", "gcp.vertex.agent"]
+            ),
+        ),
+        max_size=6,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_arbitrary_attribute_values_never_break_the_merge(
+    specs: list[tuple[dict[str, Any], str]],
+) -> None:
+    spans = [
+        span("s", attrs, start=i * 10, scope=scope, trace=T1 if i % 2 else T2)
+        for i, (attrs, scope) in enumerate(specs)
+    ]
+    result = reconstruct(spans)
+    assert not any(w.startswith("reconstruction failed") for w in result.warnings), result.warnings
+    assert [c.position for c in result.tool_calls] == list(range(len(result.tool_calls)))
+    ai_calls = [tc for m in result.messages if m["type"] == "ai" for tc in m.get("tool_calls", [])]
+    assert [tc["name"] for tc in ai_calls] == [c.name for c in result.tool_calls]
