@@ -517,7 +517,7 @@ attr_values = st.one_of(
         max_size=6,
     )
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 def test_arbitrary_attribute_values_never_break_the_merge(
     specs: list[tuple[dict[str, Any], str]],
 ) -> None:
