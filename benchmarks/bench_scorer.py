@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -78,11 +79,21 @@ Timing = tuple[float, float]  # median wall seconds, median CPU seconds
 def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[Timing, list[float | None]]:
     walls, cpus, result = [], [], []
     for _ in range(runs):
+        gc.collect()
+        gc.disable()  # as timeit does: the collector's passes over a big heap are noise here
         cpu, start = time.process_time(), time.perf_counter()
         result = fn()
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu)
+        gc.enable()
     return (statistics.median(walls), statistics.median(cpus)), result
+
+
+_RSS_HELPER = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)"
+)
 
 
 def run_cli(args: list[str], runs: int) -> tuple[Timing, float]:
@@ -91,19 +102,22 @@ def run_cli(args: list[str], runs: int) -> tuple[Timing, float]:
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "collector", "score", *args],
+        # Launched from a small helper: a child forked from this (large) process would be
+        # charged this process's pages in its peak RSS.
+        proc = subprocess.run(
+            [sys.executable, "-c", _RSS_HELPER, sys.executable, "-m", "collector", "score", *args],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
         walls.append(time.perf_counter() - start)
         if proc.returncode != 0:
-            raise SystemExit(f"toolscore score {' '.join(args)} exited with {proc.returncode}")
+            raise SystemExit(f"toolscore score {' '.join(args)} failed: {proc.stderr}")
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        peak = max(peak, usage.ru_maxrss / 1024)
+        peak = max(peak, int(proc.stderr.strip().splitlines()[-1]) / 1024)
     return (statistics.median(walls), statistics.median(cpus)), peak
 
 
