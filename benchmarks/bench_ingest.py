@@ -44,6 +44,11 @@ SPANS_PER_TRACE = 7
 BATCH = 512
 PCTS = ("p50_ms", "p95_ms", "p99_ms")
 
+SYSTEM = (
+    "You are a travel agent. Use the tools to check facts before answering; never invent "
+    "opening hours, prices or timetables. Prefer walking routes and public transport, keep "
+    "answers under 120 words, and ask one clarifying question when dates are missing."
+)
 USER = (
     "I am planning a three-day trip to Lisbon next month with my partner. We like food, "
     "architecture and walking. Could you check the weather for those days, find two "
@@ -71,7 +76,7 @@ def _trace_spans(trace_no: int, run: int) -> list[Span]:
     start = 1_700_000_000_000_000_000 + trace_no * 1_000_000
     conv = f"conv-{run}-{trace_no // 3}"
     messages = json.dumps(
-        [{"role": "system", "parts": [{"type": "text", "content": "You are a travel agent."}]},
+        [{"role": "system", "parts": [{"type": "text", "content": SYSTEM}]},
          {"role": "user", "parts": [{"type": "text", "content": USER}]}]
     )  # fmt: skip
     output = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ASSISTANT}]}])
@@ -85,7 +90,7 @@ def _trace_spans(trace_no: int, run: int) -> list[Span]:
     ]  # fmt: skip
     for i, tool in enumerate(["get_weather", "find_restaurants", "find_restaurants", "route"]):
         args = json.dumps({"city": "Lisbon", "area": "Alfama", "diet": "vegetarian", "n": i})
-        items = [f"result {i}-{k}: " + "x" * 60 for k in range(5)]
+        items = [f"result {i}-{k}: " + "lorem ipsum " * 20 for k in range(5)]
         result = json.dumps({"ok": True, "items": items})
         spans.append(
             Span(trace_id=trace_id, span_id=(base + 2 + i).to_bytes(8, "big"),
@@ -352,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
     args = parser.parse_args(argv)
 
+    sample = build_requests(BATCH * 4, run=0)
+    span_bytes = sum(map(len, sample)) / (BATCH * 4)
     results: list[RunFigures] = []
     for run in range(args.runs):
         payloads = build_requests(args.spans, run=run + 1)
@@ -380,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"\nmachine: {machine}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"concurrency {args.concurrency}, {BATCH}-span requests; load average {load} at the end"
+        f"concurrency {args.concurrency}, {BATCH}-span requests of {span_bytes:,.0f} bytes/span; "
+        f"load average {load} at the end"
     )
     print(
         "| system | spans/run | stored spans/s (median) | p50 ms | p95 ms | p99 ms "
