@@ -130,6 +130,8 @@ class _Transcript:
             self.fp_count[("tool", message.content)] += 1
             self.entries.append(_Entry("tool", key, message.content, [], message.tool_call_id))
             return
+        if not message.tool_calls and not message.content.strip():
+            return  # an empty message (e.g. a call the framework could not parse was dropped)
         new_calls: list[_Call] = []
         for ref in message.tool_calls:
             sig = (ref.name, _canon(ref.arguments))
@@ -183,27 +185,46 @@ def _trace_ranks(
 
 
 def _dedupe(exchanges: list[Exchange], spans: Sequence[SpanRecord]) -> list[Exchange]:
-    """Drop a second record of the same model call (framework span + provider span)."""
-    parent = {s.span_id: s.parent_span_id for s in spans}
+    """Drop a second record of the same model call.
+
+    A framework span and a provider span (say OpenInference LangChain + OpenLLMetry openai) both
+    record one API call; they may be parent and child or siblings, but they overlap in time and
+    show the same output. Calls with ids are deduplicated later anyway; this catches text answers
+    and calls without ids. Same response id → same call.
+    """
+    interval = {s.span_id: (s.trace_id, s.start_ns, s.end_ns) for s in spans}
     kept: list[Exchange] = []
-    by_response: dict[str, Exchange] = {}
-    by_span: dict[str | None, Exchange] = {}
+    by_response: set[str] = set()
+    timed: list[tuple[tuple[str, int, int], tuple[Any, ...], Exchange]] = []
     for exchange in exchanges:
         if exchange.response_id and exchange.response_id in by_response:
             continue
-        ancestor, hops = parent.get(exchange.span_id or ""), 0
-        duplicate = False
-        while ancestor and hops < 50 and not duplicate:
-            other = by_span.get(ancestor)
-            duplicate = other is not None and other.outputs == exchange.outputs
-            ancestor, hops = parent.get(ancestor), hops + 1
-        if duplicate and exchange.outputs:
-            continue
+        where = interval.get(exchange.span_id or "")
+        shape = _output_shape(exchange)
+        if where is not None and shape:
+            trace, start, end = where
+            if any(
+                t == trace and s <= end and start <= e and other == shape
+                for (t, s, e), other, _ in timed
+            ):
+                continue
+            timed.append((where, shape, exchange))
         if exchange.response_id:
-            by_response[exchange.response_id] = exchange
-        by_span.setdefault(exchange.span_id, exchange)
+            by_response.add(exchange.response_id)
         kept.append(exchange)
     return kept
+
+
+def _output_shape(exchange: Exchange) -> tuple[Any, ...]:
+    return tuple(
+        (
+            m.role,
+            " ".join(m.content.split()),
+            tuple((c.name, _canon(c.arguments)) for c in m.tool_calls),
+        )
+        for m in exchange.outputs
+        if m.content.strip() or m.tool_calls
+    )
 
 
 def _attach(

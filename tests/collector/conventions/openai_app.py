@@ -2,10 +2,12 @@
 
 Usage: ``python -m tests.collector.conventions.openai_app MODE BASE_URL OUTDIR SCENARIO...`` where
 MODE is ``openllmetry`` (content on span attributes), ``openllmetry-events`` (content in log
-records) or ``openinference``, and each SCENARIO is ``NAME=QUESTION|QUESTION...``: a conversation
-whose recording (spans and log records) is written to OUTDIR/NAME.json. Each question is one user
-turn under its own root span (one trace per turn); the app runs the tools itself, as most apps
-using the bare client do, so only model calls are traced.
+records), ``openinference``, or ``langchain-mixed`` (a LangChain ``ChatOpenAI`` agent traced by
+OpenInference's LangChain instrumentation *and* OpenLLMetry's openai instrumentation: two
+conventions, and two sibling spans per model call), and each SCENARIO is
+``NAME=QUESTION|QUESTION...``: a conversation whose recording (spans and log records) is written
+to OUTDIR/NAME.json. Each question is one user turn under its own root span (one trace per turn);
+with the bare client the app runs the tools itself, so only model calls are traced.
 
 Instrumentors patch the ``openai`` module globally and do not fully undo it, so each
 instrumentation gets a fresh process: otherwise the previous one keeps wrapping the client.
@@ -47,6 +49,12 @@ def main(mode: str, base_url: str, outdir: Path, scenarios: list[str]) -> None:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
 
         OIInstrumentor().instrument(tracer_provider=tracer_provider)
+    elif mode == "langchain-mixed":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=tracer_provider)
+        OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
     else:
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
@@ -66,6 +74,9 @@ def main(mode: str, base_url: str, outdir: Path, scenarios: list[str]) -> None:
                 "turn", attributes={"gen_ai.conversation.id": f"conv-{name}"}
             ):
                 messages.append({"role": "user", "content": question})
+                if mode == "langchain-mixed":
+                    langchain_turn(base_url, messages)
+                    continue
                 while True:
                     response = client.chat.completions.create(
                         model="gpt-4o", messages=messages, tools=TOOLS
@@ -82,6 +93,35 @@ def main(mode: str, base_url: str, outdir: Path, scenarios: list[str]) -> None:
             [log_from_sdk(log) for log in logs.get_finished_logs()],
             note=f"Recorded from the openai client under {mode} by {__name__}; {name}.",
         )
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"18C in {city}"
+
+
+def get_time(timezone: str) -> str:
+    """Local time in a timezone."""
+    return f"09:00 in {timezone}"
+
+
+def langchain_turn(base_url: str, messages: list[Any]) -> None:
+    """One user turn of a LangChain tool-calling loop; ``messages`` holds LangChain messages."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    tools = {t.name: t for t in (tool(get_weather), tool(get_time))}
+    model = ChatOpenAI(model="gpt-4o", base_url=base_url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+    bound = model.bind_tools(list(tools.values()))
+    messages[-1] = HumanMessage(messages[-1]["content"])
+    while True:
+        ai = bound.invoke(messages)
+        messages.append(ai)
+        if not ai.tool_calls:
+            return
+        for call in ai.tool_calls:
+            messages.append(tools[call["name"]].invoke(call))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """The real ``openai`` client against a local fake server, under OpenLLMetry and OpenInference.
 
+Also LangChain's ``ChatOpenAI`` against the same server with two instrumentations at once
+(OpenInference LangChain + OpenLLMetry openai): each model call is recorded twice, in two
+conventions, by sibling spans; every call and answer must still count once.
+
 The server (127.0.0.1, ephemeral port) answers chat.completions with scripted ``tool_calls``. The
 app runs the tools itself (no tool spans: only the model calls are traced), as in most apps using
 the bare client. Three instrumentations: OpenLLMetry with content on span attributes, OpenLLMetry
@@ -124,11 +128,12 @@ SCENARIOS: dict[str, tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]
         [{"name": "get_weather", "args": {"city": "Paris"}}],
     ),
 }
-MODES = ["openllmetry", "openllmetry-events", "openinference"]
+MODES = ["openllmetry", "openllmetry-events", "openinference", "langchain-mixed"]
 CONVENTION = {
     "openllmetry": "openllmetry",
     "openllmetry-events": "otel_genai_events",
     "openinference": "openinference",
+    "langchain-mixed": "openinference",  # the LangChain span starts before the nested openai one
 }
 APP = "tests.collector.conventions.openai_app"
 ROOT = Path(__file__).resolve().parents[3]
@@ -167,7 +172,10 @@ def run(
 
 
 def test_every_request_reached_the_fake_server(run: Run) -> None:
-    assert run.requests == sum(len(answers) for _, answers, _ in SCENARIOS.values())
+    expected = sum(len(answers) for _, answers, _ in SCENARIOS.values())
+    if run.mode == "langchain-mixed":
+        expected -= 1  # LangChain files unparseable arguments under invalid_tool_calls: loop ends
+    assert run.requests == expected
 
 
 def test_parallel_calls(run: Run) -> None:
@@ -197,7 +205,7 @@ def test_multi_turn_over_two_traces(run: Run) -> None:
 def test_malformed_arguments_are_kept_raw(run: Run) -> None:
     spans, logs, _ = run.recordings["malformed"]
     result = reconstruct(spans, logs)
-    [call] = result.tool_calls
+    [call] = result.tool_calls  # with LangChain: only the openai span still shows the call
     assert call.name == "get_weather"
     assert call.arguments_ok is False
     assert call.arguments == {"city": "Paris"}  # the complete part; the cut value is dropped

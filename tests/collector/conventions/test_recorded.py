@@ -104,7 +104,8 @@ def test_each_model_message_appears_once(path: Path) -> None:
     assert all(not (a == b == "ai") for a, b in itertools.pairwise(types)), types
     humans = [m["content"] for m in messages if m["type"] == "human"]
     assert len(humans) == len(set(humans)) >= 1
-    assert types[-1] == "ai" and "tool_calls" not in messages[-1]  # ends with the final answer
+    if "malformed" not in path.name:  # there the agent may stop at the broken call
+        assert types[-1] == "ai" and "tool_calls" not in messages[-1]  # ends with the answer
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
