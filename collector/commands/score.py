@@ -256,7 +256,15 @@ def _start(
     if not head:
         return [], None
     if head.startswith(b"["):
-        return list(_document(first + source.read(), loads, number)), None
+        rest = source.read()
+        try:
+            document = loads(first + rest)
+        except ValueError as exc:  # not one document: JSON Lines whose first line is bad
+            return [_bad_line(number, exc, len(first))], (
+                number + 1,
+                rest.splitlines(keepends=True),
+            )
+        return list(_document_object(document, number, len(first) + len(rest))), None
     try:
         obj = loads(first)
     except ValueError as exc:
@@ -301,15 +309,6 @@ def _lines(lines: Iterable[bytes], loads: Callable[[bytes], Any], start: int) ->
             yield from _document_object(obj, number, len(raw))
         else:
             yield (f"line {number}", obj, None, len(raw))
-
-
-def _document(data: bytes, loads: Callable[[bytes], Any], number: int) -> Iterator[Item]:
-    try:
-        obj = loads(data)
-    except ValueError as exc:
-        yield (f"line {number}", None, f"not a valid JSON document: {exc}", len(data))
-        return
-    yield from _document_object(obj, number, len(data))
 
 
 def _document_object(obj: Any, number: int, size: int) -> Iterator[Item]:

@@ -167,6 +167,14 @@ def test_reads_a_json_array_document_and_a_pretty_printed_samples_wrapper(tmp_pa
         ]
 
 
+def test_a_bad_first_line_starting_like_an_array_does_not_hide_the_other_lines(tmp_path):
+    result = toolscore(str(write_jsonl(tmp_path / "s.jsonl", ["[1, 2", GOOD])))
+    assert result.returncode == 1
+    bad, good = outputs(result)
+    assert bad["error"].startswith("line 1: not valid JSON")
+    assert good["tool_call_accuracy"] == 1.0
+
+
 def test_integers_beyond_64_bits_and_nan_are_read_as_python_json_reads_them(tmp_path):
     big = "18446744073709551616"
     line = (
