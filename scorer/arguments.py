@@ -75,12 +75,6 @@ def exact_arg_score_detailed(
     return score / len(r_args), per_arg
 
 
-def arg_score(predicted: ToolCall, expected: ToolCall, policy: ArgumentPolicy) -> float:
-    if policy.is_exact:
-        return exact_arg_score(predicted.args, expected.args)
-    return arg_score_detailed(predicted, expected, policy)[0]
-
-
 def arg_score_detailed(
     predicted: ToolCall, expected: ToolCall, policy: ArgumentPolicy
 ) -> tuple[float, dict[str, float]]:

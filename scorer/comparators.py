@@ -191,10 +191,6 @@ class Regex:
         return {self.name: {"ignore_case": self.ignore_case}}
 
 
-def valid_pattern(expected: Any, ignore_case: bool) -> bool:
-    return _compile(str(expected), re.IGNORECASE if ignore_case else 0) is not None
-
-
 @dataclass(frozen=True, slots=True)
 class Ignore:
     name: str = "ignore"
