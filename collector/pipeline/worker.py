@@ -18,6 +18,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import threading
 import time
@@ -136,8 +137,16 @@ class ScoringProcess:
 _child_runner: RoundRunner | None = None
 
 
-def _child_init(spec: ScoringProcess, timing: Timing, batch_size: int, worker_id: str) -> None:
+def _child_init(
+    spec: ScoringProcess, timing: Timing, batch_size: int, worker_id: str, server_pid: int
+) -> None:
     global _child_runner
+    # Ctrl-C / SIGTERM reach the whole process group: the server decides when scoring stops
+    # (it finishes the round in progress, then shuts the pool down), not the signal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A server killed with SIGKILL cannot shut the pool down: exit when orphaned.
+    threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
     from scorer import default_config, load_config
     from storage.engine import create_engine
 
@@ -149,6 +158,12 @@ def _child_init(spec: ScoringProcess, timing: Timing, batch_size: int, worker_id
         batch_size=batch_size,
         worker_id=worker_id,
     )
+
+
+def _exit_when_orphaned(server_pid: int, interval_s: float = 1.0) -> None:
+    while os.getppid() == server_pid:
+        time.sleep(interval_s)
+    os._exit(0)  # mid-round work is lost safely: its claims expire, nothing half-written commits
 
 
 def _child_round() -> RoundResult:
@@ -253,6 +268,7 @@ class PipelineWorker:
                     self.timing,
                     self._runner.batch_size,
                     self.worker_id,
+                    os.getpid(),
                 ),
             )
         loop = asyncio.get_running_loop()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -81,3 +84,45 @@ def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -
 def test_invalid_environment_names_the_variable() -> None:
     with pytest.raises(PipelineOptionError, match="TOOLSCORE_SETTLE: 'soon' is not a number"):
         parse([], {"TOOLSCORE_SETTLE": "soon"})
+
+
+SERVE = [sys.executable, "-m", "collector", "serve"]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_scoring_child_exits_when_the_server_is_killed(sqlite_url: str) -> None:
+    serve = subprocess.Popen(
+        [*SERVE, "--db", sqlite_url, "--grpc", "off", "--http", "127.0.0.1:0"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        spawned: list[int] = []
+        while not spawned and time.monotonic() < deadline:
+            time.sleep(0.2)
+            spawned = [
+                p
+                for p in _children(serve.pid)
+                if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+            ]
+        assert spawned, "serve started no scoring process"
+    finally:
+        serve.kill()  # SIGKILL: no chance to shut its pool down
+        serve.wait(10)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{p}").exists() for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = [p for p in spawned if Path(f"/proc/{p}").exists()]
+    assert not alive, f"orphaned scoring processes {alive}"
