@@ -229,6 +229,25 @@ class RunResult:
     p50: float = 0.0
     p99: float = 0.0
     max: float = 0.0
+    server_cpu_us_per_span: float = 0.0  # the serve process (receiver, hook, worker loop)
+    scoring_cpu_ms_per_conv: float = 0.0  # its scoring child process(es)
+
+
+def _children_cpu_s(exclude: set[int]) -> float:
+    """CPU seconds of this process's child processes (Linux /proc), except ``exclude``."""
+    import os
+
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        if int(fields[1]) == os.getpid() and pid not in exclude:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def _prepare(db_url: str) -> None:
@@ -287,6 +306,10 @@ def run_once(
         with _Server(db_url, settle, scoring) as server:
             port = server.app.http_port
             load = ctx.Process(target=_load, args=(port, rate, duration, prefix, result))
+            time.sleep(3)  # the scoring child starts up (imports) before the clock starts
+            manager_pid = manager._process.pid  # type: ignore[attr-defined]
+            child_cpu0 = _children_cpu_s({manager_pid})
+            cpu0 = time.process_time()
             load.start()
             load.join()
             sent = dict(result)
@@ -306,6 +329,10 @@ def run_once(
                     run.max = latencies[-1]
                     span = (max(created) - min(created)).total_seconds()
                     run.scored_per_s = len(latencies) / span if span > 0 else float("nan")
+                    scoring_cpu = _children_cpu_s({manager_pid, load.pid or -1}) - child_cpu0
+                    run.scoring_cpu_ms_per_conv = 1000 * scoring_cpu / len(latencies)
+            server_cpu = time.process_time() - cpu0
+            run.server_cpu_us_per_span = 1e6 * server_cpu / max(1, sent["spans"])
     return run
 
 
@@ -345,8 +372,10 @@ def main() -> None:
                 f"  {name} run {i + 1}: ingest {run.spans_per_s:8.0f} spans/s "
                 f"(receiver only {peer.spans_per_s:8.0f}); scored {run.scored}/"
                 f"{run.conversations} at {run.scored_per_s:6.0f} conv/s; latency p50 "
-                f"{run.p50:.2f} s p99 {run.p99:.2f} s max {run.max:.2f} s; failed requests "
-                f"{run.failed + peer.failed}"
+                f"{run.p50:.2f} s p99 {run.p99:.2f} s max {run.max:.2f} s; CPU: server "
+                f"{run.server_cpu_us_per_span:.0f} us/span (receiver only "
+                f"{peer.server_cpu_us_per_span:.0f}), scoring {run.scoring_cpu_ms_per_conv:.2f} "
+                f"ms/conversation; failed requests {run.failed + peer.failed}"
             )
 
         def med(xs: list[RunResult], attr: str) -> float:
@@ -359,7 +388,10 @@ def main() -> None:
             f"{name} median: ingest {ingest:.0f} spans/s = {ingest / peer:.2f}x receiver-only "
             f"({peer:.0f}); {med(with_pipeline, 'scored_per_s'):.0f} conversations scored/s; "
             f"latency p50 {med(with_pipeline, 'p50'):.2f} s, p99 {p99:.2f} s "
-            f"(target <= settle + 2 = {args.settle + 2:g} s: {verdict})"
+            f"(target <= settle + 2 = {args.settle + 2:g} s: {verdict}); server CPU "
+            f"{med(with_pipeline, 'server_cpu_us_per_span'):.0f} us/span (receiver only "
+            f"{med(receiver_only, 'server_cpu_us_per_span'):.0f}); scoring CPU "
+            f"{med(with_pipeline, 'scoring_cpu_ms_per_conv'):.2f} ms/conversation"
         )
     tmp.cleanup()
 
