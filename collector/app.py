@@ -114,7 +114,9 @@ class App:
         tls = (s.tls_cert, s.tls_key) if s.tls_cert and s.tls_key else None
         try:
             if s.grpc is not None:
-                self._grpc = GrpcReceiver(core, self.metrics, s.grpc, s.max_request_bytes, tls)
+                self._grpc = GrpcReceiver(
+                    core, self.metrics, s.grpc, s.max_request_bytes, tls, s.retry_after_s
+                )
                 self.grpc_port = await self._grpc.start()
             if s.http is not None:
                 self._http = HttpReceiver(
@@ -125,6 +127,7 @@ class App:
                     tls,
                     health=self._database_ok,
                     shutdown_grace_s=s.shutdown_grace_s,
+                    retry_after_s=s.retry_after_s,
                 )
                 self.http_port = await self._http.start()
         except OSError as exc:

@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
 from collector.decode import parse_logs_protobuf, parse_traces_protobuf
-from collector.errors import ReceiverError, grpc_trailers, status_for
+from collector.errors import ReceiverError, ShuttingDown, grpc_trailers, status_for
 from collector.metrics import Metrics
 from collector.receiver.core import OtlpCore
 from collector.settings import Listen
@@ -38,6 +38,7 @@ class GrpcReceiver:
         listen: Listen,
         max_request_bytes: int,
         tls: tuple[Path, Path] | None = None,
+        retry_after_s: float = 1.0,
     ) -> None:
         self._core = core
         self._metrics = metrics
@@ -69,6 +70,8 @@ class GrpcReceiver:
             )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         self.port = 0
+        self._closing = False
+        self._retry_after_s = retry_after_s
 
     async def start(self) -> int:
         address = str(self._listen)
@@ -87,6 +90,9 @@ class GrpcReceiver:
 
     async def stop(self, grace_s: float) -> None:
         """Refuse new calls, let in-flight calls finish (up to ``grace_s``)."""
+        # New exports are answered UNAVAILABLE + RetryInfo from here on; grpc core itself may
+        # still CANCEL a call that races its shutdown (also retryable for exporters).
+        self._closing = True
         await self._health.enter_graceful_shutdown()
         await self._server.stop(grace_s)
 
@@ -94,6 +100,7 @@ class GrpcReceiver:
         self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
         try:
+            self._refuse_if_closing()
             self._core.check_auth(_metadata(context, "authorization"))
             request = parse_traces_protobuf(data)
             response = await self._core.export_traces(request, "grpc")
@@ -103,12 +110,17 @@ class GrpcReceiver:
 
     async def _export_logs(self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
         try:
+            self._refuse_if_closing()
             self._core.check_auth(_metadata(context, "authorization"))
             request = parse_logs_protobuf(data)
             response = await self._core.export_logs(request, "grpc")
             return bytes(response.SerializeToString())
         except Exception as exc:
             await self._abort(context, exc)
+
+    def _refuse_if_closing(self) -> None:
+        if self._closing:
+            raise ShuttingDown("server is shutting down", self._retry_after_s)
 
     async def _abort(self, context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> NoReturn:
         status = status_for(exc)

@@ -30,6 +30,7 @@ from collector.decode import (
 from collector.errors import (
     ReceiverError,
     RequestTooLarge,
+    ShuttingDown,
     UnsupportedEncoding,
     UnsupportedMediaType,
     rpc_status_bytes,
@@ -61,7 +62,9 @@ class HttpReceiver:
         health: HealthCheck | None = None,
         auth_metrics: bool = True,
         shutdown_grace_s: float = 10.0,
+        retry_after_s: float = 1.0,
     ) -> None:
+        self._retry_after_s = retry_after_s
         self._core = core
         self._metrics = metrics
         self._listen = listen
@@ -117,6 +120,8 @@ class HttpReceiver:
         media = request.content_type.lower()  # parameters such as charset are dropped by aiohttp
         is_json = media == JSON
         try:
+            if self._closing:
+                raise ShuttingDown("server is shutting down", self._retry_after_s)
             self._core.check_auth(request.headers.get("Authorization"))
             if media not in (PROTOBUF, JSON):
                 raise UnsupportedMediaType(

@@ -201,7 +201,7 @@ def test_sigterm_stops_cleanly_and_keeps_every_acknowledged_span(tmp_path: Path)
                     call(_request(trace, 50), timeout=10)
                 except grpc.RpcError as exc:
                     refused.append(exc.code())
-                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                    if exc.code() != grpc.StatusCode.CANCELLED:
                         return
                 else:
                     acked.append(trace)
@@ -226,7 +226,8 @@ def test_sigterm_stops_cleanly_and_keeps_every_acknowledged_span(tmp_path: Path)
     engine.dispose()
     assert set(acked) <= stored  # every acknowledged request is in the database
     assert total == 50 * len(stored)  # and whole: nothing half-stored
-    assert set(refused) <= {grpc.StatusCode.UNAVAILABLE}
+    # refused calls got retryable codes only (grpc core may CANCEL a call racing its shutdown)
+    assert set(refused) <= {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
 
 
 def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
