@@ -18,8 +18,10 @@ def format_value(value: Any) -> str:
 
 
 def format_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
-    names = args.keys() if keys is None else keys
-    return ", ".join(f"{k}={format_value(args[k])}" if k in args else f"{k} missing" for k in names)
+    if keys is None:
+        return ", ".join([f"{k}={format_value(v)}" for k, v in args.items()])
+    parts = [f"{k}={format_value(args[k])}" if k in args else f"{k} missing" for k in keys]
+    return ", ".join(parts)
 
 
 def format_call(call: ToolCall, keys: Iterable[str] | None = None) -> str:
@@ -28,4 +30,4 @@ def format_call(call: ToolCall, keys: Iterable[str] | None = None) -> str:
 
 
 def format_names(calls: Iterable[ToolCall]) -> str:
-    return "[" + ", ".join(c.name for c in calls) + "]"
+    return "[" + ", ".join([c.name for c in calls]) + "]"
