@@ -78,6 +78,10 @@ def _handle(args: argparse.Namespace) -> int:
     job = _Job(config, args.config, not args.no_details)
     try:
         return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
+    except BrokenPipeError:  # e.g. `toolscore score big.jsonl | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush cannot fail
+        return 1
     finally:
         if progress is not None:
             progress.close()

@@ -203,6 +203,16 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path):
     assert [r["id"] for r in rows[:3]] == [0, 1, 2] and rows[2499]["id"] == 2499
 
 
+def test_a_closed_output_pipe_stops_quietly(tmp_path):
+    path = write_jsonl(tmp_path / "many.jsonl", [GOOD] * 5000)
+    command = " ".join([*COMMAND, "score", "--jobs", "1", str(path)])
+    result = subprocess.run(
+        f"{command} | head -n 1", shell=True, capture_output=True, cwd=ROOT, timeout=120
+    )
+    assert json.loads(result.stdout)["id"] == "good"
+    assert b"Traceback" not in result.stderr
+
+
 def test_no_details_omits_explanations():
     result = toolscore("--no-details", stdin=json.dumps(GOOD).encode())
     assert result.returncode == 0
