@@ -81,12 +81,20 @@ def _summarise(
         roots = sorted(
             (s for s in trace_spans if not s.parent_span_id), key=lambda s: (s.start_ns, s.span_id)
         )
+        # Only ask about keys the trace carries at all: most carry one or none (hot path).
+        present: set[str] = set()
+        for s in trace_spans:
+            present.update(s.attributes)
+            present.update(s.resource_attributes)
+        keys = [k for k in config.conversation_keys if k in present]
         out.append(
             _TraceInBatch(
                 trace_id=trace_id,
-                named=conversation_id_for_trace(trace_spans, config.conversation_keys) or None,
+                named=(conversation_id_for_trace(trace_spans, keys) or None) if keys else None,
                 root_span_id=roots[0].span_id if roots else None,
-                reference_id=reference_id_for(trace_spans, config.reference_key) or None,
+                reference_id=(reference_id_for(trace_spans, config.reference_key) or None)
+                if config.reference_key in present
+                else None,
                 first_start_ns=min(s.start_ns for s in trace_spans),
             )
         )
