@@ -58,13 +58,15 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from scorer import ConfigError, default_config, load_config
+    config = None  # the default configuration is only built if a sample needs the general path
+    if args.config is not None:
+        from scorer import ConfigError, load_config
 
-    try:
-        config = default_config() if args.config is None else load_config(args.config)
-    except ConfigError as exc:
-        print(f"toolscore score: {exc}", file=sys.stderr)
-        return 2
+        try:
+            config = load_config(args.config)
+        except ConfigError as exc:
+            print(f"toolscore score: {exc}", file=sys.stderr)
+            return 2
     try:
         source: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:
@@ -97,29 +99,52 @@ def _size(source: IO[bytes]) -> int | None:
 
 
 class _Job:
-    """What scoring a chunk of lines needs; rebuilt from ``config_path`` in worker processes."""
+    """What scoring a chunk of lines needs; rebuilt from ``config_path`` in worker processes.
+
+    ``config`` ``None`` means the default instances; it is then built only when a sample needs
+    the general path (the fast path of :mod:`scorer.bulk` needs only the instance names).
+    """
 
     def __init__(self, config: Any, config_path: str | None, details: bool) -> None:
-        self.config, self.config_path, self.details = config, config_path, details
+        from scorer.bulk import DEFAULT_PLAN, bulk_plan
+
+        self._config, self.config_path, self.details = config, config_path, details
+        self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
         self.loads, self.dumps = _codec()
         self.chunks = 0
 
-    def score_items(self, items: Iterable[Item]) -> Block:
-        from scorer.rows import error_row, score_row
+    @property
+    def config(self) -> Any:
+        if self._config is None:
+            from scorer import default_config
 
-        config, details, dumps = self.config, self.details, self.dumps
+            self._config = default_config()
+        return self._config
+
+    def score_items(self, items: Iterable[Item]) -> Block:
+        from scorer.bulk import fast_row
+
+        plan, details, dumps = self.plan, self.details, self.dumps
         out: list[bytes] = []
         failed = False
         size = 0
         for where, obj, problem, consumed in items:
-            if problem is not None:
-                row, ok = error_row(config, f"{where}: {problem}"), False
-            else:
-                row, ok = score_row(config, obj, where=where, details=details)
-            failed = failed or not ok
+            row = None
+            if problem is None and plan is not None:
+                row = fast_row(plan, obj, details)
+            if row is None:
+                row, ok = self._general(where, obj, problem)
+                failed = failed or not ok
             out.append(dumps(row))
             size += consumed
         return b"".join(out), failed, len(out), size
+
+    def _general(self, where: str, obj: Any, problem: str | None) -> tuple[dict[str, Any], bool]:
+        from scorer.rows import error_row, score_row
+
+        if problem is not None:
+            return error_row(self.config, f"{where}: {problem}"), False
+        return score_row(self.config, obj, where=where, details=self.details)
 
     def score_chunk(self, chunk: Chunk) -> Block:
         start, lines = chunk
@@ -135,10 +160,10 @@ _WORKER_JOB: _Job | None = None
 
 
 def _init_worker(config_path: str | None, details: bool) -> None:
-    from scorer import default_config, load_config
+    from scorer import load_config
 
     global _WORKER_JOB
-    config = default_config() if config_path is None else load_config(config_path)
+    config = None if config_path is None else load_config(config_path)
     _WORKER_JOB = _Job(config, config_path, details)
 
 
