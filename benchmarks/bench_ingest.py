@@ -246,11 +246,12 @@ def run_toolscore(
     from storage.telemetry import spans_table
 
     upgrade(db_url)
+    workdir = tempfile.mkdtemp(prefix="toolscore-bench-")
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "collector", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
          "--http", "off", "--no-upgrade", "--log-level", "WARNING"],
-        cwd=tempfile.gettempdir(),
+        cwd=workdir,  # an empty directory: `-m` puts the cwd first on sys.path
     )  # fmt: skip
     try:
         _wait_port(port)
