@@ -182,14 +182,16 @@ def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> 
 
 
 class _Server:
-    def __init__(self, db_url: str, settle: float, scoring: bool) -> None:
+    def __init__(self, db_url: str, settle: float, scoring: bool, processes: int = 1) -> None:
         from collector.app import App
         from collector.pipeline.extension import pipeline_extension
         from collector.pipeline.options import PipelineOptions
         from collector.settings import Listen, Settings
 
         settings = Settings(db_url=db_url, grpc=None, http=Listen("127.0.0.1", 0))
-        options = PipelineOptions(enabled=scoring, settle_s=settle, separate_process=True)
+        options = PipelineOptions(
+            enabled=scoring, settle_s=settle, separate_process=True, scoring_processes=processes
+        )
         self.app = App(settings, [pipeline_extension(options)])
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -297,13 +299,19 @@ def _latencies(db_url: str, prefix: str, expected: int, timeout: float) -> tuple
 
 
 def run_once(
-    db_url: str, *, rate: float, duration: float, settle: float, scoring: bool
+    db_url: str,
+    *,
+    rate: float,
+    duration: float,
+    settle: float,
+    scoring: bool,
+    processes: int = 1,
 ) -> RunResult:
     prefix = f"b{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         result = manager.dict()
-        with _Server(db_url, settle, scoring) as server:
+        with _Server(db_url, settle, scoring, processes) as server:
             port = server.app.http_port
             load = ctx.Process(target=_load, args=(port, rate, duration, prefix, result))
             time.sleep(3)  # the scoring child starts up (imports) before the clock starts
@@ -344,6 +352,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL database")
     parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--scoring-processes", type=int, default=1, metavar="N")
     args = parser.parse_args()
 
     targets: list[tuple[str, str]] = []
@@ -354,7 +363,8 @@ def main() -> None:
         targets.append(("postgresql", args.postgres))
     print(
         f"offered load {args.rate:.0f} spans/s ({SPANS_PER_TRACE} spans/trace, one conversation "
-        f"per trace), {args.duration:g} s per run, settle {args.settle:g} s, {args.runs} runs"
+        f"per trace), {args.duration:g} s per run, settle {args.settle:g} s, {args.runs} runs, "
+        f"{args.scoring_processes} scoring process(es)"
     )
     for name, url in targets:
         _prepare(url)
@@ -364,7 +374,12 @@ def main() -> None:
                 url, rate=args.rate, duration=args.duration, settle=args.settle, scoring=False
             )
             run = run_once(
-                url, rate=args.rate, duration=args.duration, settle=args.settle, scoring=True
+                url,
+                rate=args.rate,
+                duration=args.duration,
+                settle=args.settle,
+                scoring=True,
+                processes=args.scoring_processes,
             )
             receiver_only.append(peer)
             with_pipeline.append(run)
