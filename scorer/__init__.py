@@ -4,17 +4,61 @@ No I/O (except :func:`load_config` reading its one file), no async. Public API:
 :class:`ToolCall`, :func:`parse_sample`, :func:`parse_reference`, :func:`default_config`,
 :func:`load_config`, :func:`parse_config`, :class:`ScoringConfig`, :class:`MetricInstance`,
 :class:`Score`, :class:`SampleError`, :class:`ConfigError`.
+
+The names are imported on first use (PEP 562), so that importing one submodule (e.g. the bulk
+fast path of ``toolscore score``) does not import all the others.
 """
 
-from scorer.config import (
-    MetricInstance,
-    ScoringConfig,
-    default_config,
-    load_config,
-    parse_config,
-)
-from scorer.model import ConfigError, Message, Reference, Sample, SampleError, Score, ToolCall
-from scorer.parse import parse_reference, parse_sample
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scorer.config import (
+        MetricInstance,
+        ScoringConfig,
+        default_config,
+        load_config,
+        parse_config,
+    )
+    from scorer.model import (
+        ConfigError,
+        Message,
+        Reference,
+        Sample,
+        SampleError,
+        Score,
+        ToolCall,
+    )
+    from scorer.parse import parse_reference, parse_sample
+
+_HOMES = {
+    "MetricInstance": "scorer.config",
+    "ScoringConfig": "scorer.config",
+    "default_config": "scorer.config",
+    "load_config": "scorer.config",
+    "parse_config": "scorer.config",
+    "ConfigError": "scorer.model",
+    "Message": "scorer.model",
+    "Reference": "scorer.model",
+    "Sample": "scorer.model",
+    "SampleError": "scorer.model",
+    "Score": "scorer.model",
+    "ToolCall": "scorer.model",
+    "parse_reference": "scorer.parse",
+    "parse_sample": "scorer.parse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'scorer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
 
 __all__ = [
     "ConfigError",

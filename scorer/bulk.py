@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scorer.explain import format_args, format_value
+from scorer.explain import MAX_VALUE, format_args, format_value
 
 #: Per instance in output order: its name and whether it is F1 (else strict default accuracy).
 Plan = tuple[tuple[str, bool], ...]
@@ -94,14 +94,33 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
 
 
 def _format_call(call: dict[str, Any], keys: list[str] | None = None) -> str:
-    return f"{call['name']}({format_args(call['args'], keys)})"
+    """``explain.format_call`` on a call dict."""
+    if keys is not None:
+        return f"{call['name']}({format_args(call['args'], keys)})"
+    parts = []
+    for key, value in call["args"].items():
+        text = repr(value)
+        if len(text) > MAX_VALUE:
+            text = text[: MAX_VALUE - 3] + "..."
+        parts.append(f"{key}={text}")
+    return f"{call['name']}({', '.join(parts)})"
+
+
+def _whole(call: dict[str, Any], memo: dict[int, str]) -> str:
+    """``_format_call(call)``, once per call and row (accuracy and F1 both name missed calls)."""
+    text = memo.get(id(call))
+    if text is None:
+        text = memo[id(call)] = _format_call(call)
+    return text
 
 
 def _names(calls: list[dict[str, Any]]) -> str:
     return "[" + ", ".join([c["name"] for c in calls]) + "]"
 
 
-def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Row]:
+def _accuracy(
+    pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
+) -> tuple[float, Row]:
     """``ToolCallAccuracy._evaluate_default`` in strict order, on dicts (both lists non-empty)."""
     n_p, n_r = len(pred), len(ref)
     aligned = n_p == n_r
@@ -149,10 +168,10 @@ def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[fl
         unmatched_expected = [r for r in range(n_r) if r not in matched]
         unmatched_predicted = [p for p in range(n_p) if p not in matched]
         reasons += [
-            f"expected {_format_call(ref[r])} was not matched by any call"
+            f"expected {_whole(ref[r], memo)} was not matched by any call"
             for r in unmatched_expected
         ]
-        reasons += [f"unexpected call {_format_call(pred[p])}" for p in unmatched_predicted]
+        reasons += [f"unexpected call {_whole(pred[p], memo)}" for p in unmatched_predicted]
     return min(1.0, max(0.0, score)), {
         "predicted_count": n_p,
         "expected_count": n_r,
@@ -189,7 +208,9 @@ def _keys(calls: list[dict[str, Any]]) -> list[tuple[str, Any]]:
         return [(c["name"], _hashable(c["args"])) for c in calls]
 
 
-def _f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Row]:
+def _f1(
+    pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
+) -> tuple[float, Row]:
     """``ToolCallF1.evaluate`` on dicts."""
     ref_keys, pred_keys = _keys(ref), _keys(pred)
     expected, actual = set(ref_keys), set(pred_keys)
@@ -200,9 +221,9 @@ def _f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, R
     f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
     reasons: list[str] = []
     if fn:
-        reasons += [f"expected {c} was not called" for c in _outside(ref, ref_keys, actual)]
+        reasons += [f"expected {c} was not called" for c in _outside(ref, ref_keys, actual, memo)]
     if fp:
-        reasons += [f"unexpected call {c}" for c in _outside(pred, pred_keys, expected)]
+        reasons += [f"unexpected call {c}" for c in _outside(pred, pred_keys, expected, memo)]
     value = round(f1, 4)
     return value, {
         "true_positives": tp,
@@ -215,14 +236,17 @@ def _f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, R
 
 
 def _outside(
-    calls: list[dict[str, Any]], keys: list[tuple[str, Any]], other: set[tuple[str, Any]]
+    calls: list[dict[str, Any]],
+    keys: list[tuple[str, Any]],
+    other: set[tuple[str, Any]],
+    memo: dict[int, str],
 ) -> list[str]:
     seen: set[tuple[str, Any]] = set()
     out: list[str] = []
     for call, key in zip(calls, keys, strict=True):
         if key not in other and key not in seen:
             seen.add(key)
-            out.append(_format_call(call))
+            out.append(_whole(call, memo))
     return out
 
 
@@ -245,8 +269,12 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
         return None
     row: Row = {"id": obj.get("id")}
     explanations: Row = {}
+    memo: dict[int, str] = {}
     for name, is_f1 in plan:
-        row[name], explanations[name] = _f1(pred, ref) if is_f1 else _accuracy(pred, ref)
+        if is_f1:
+            row[name], explanations[name] = _f1(pred, ref, memo)
+        else:
+            row[name], explanations[name] = _accuracy(pred, ref, memo)
     if details:
         row["details"] = explanations
     return row

@@ -7,13 +7,13 @@ from typing import Any
 
 from scorer.model import ToolCall
 
-_MAX_VALUE = 80
+MAX_VALUE = 80
 
 
 def format_value(value: Any) -> str:
     text = repr(value)
-    if len(text) > _MAX_VALUE:
-        return text[: _MAX_VALUE - 3] + "..."
+    if len(text) > MAX_VALUE:
+        return text[: MAX_VALUE - 3] + "..."
     return text
 
 

@@ -110,7 +110,8 @@ class _Job:
 
         self._config, self.config_path, self.details = config, config_path, details
         self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
-        self.loads, self.dumps = _codec()
+        self.codec = _Codec()
+        self.loads, self.dumps = self.codec.loads, self.codec.dumps
         self.chunks = 0
 
     @property
@@ -151,7 +152,10 @@ class _Job:
         self.chunks += 1
         if self.chunks % 64 == 0:  # the collector is off during runs; sweep stray cycles
             gc.collect()
-        return self.score_items(_lines(lines, self.loads, start))
+        codec = self.codec
+        # One long-number test for the whole chunk; lines then go straight to orjson.
+        loads = codec.loads if codec.has_long_numbers(b"".join(lines)) else codec.loads_short
+        return self.score_items(_lines(lines, loads, start))
 
 
 Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
@@ -235,35 +239,47 @@ def _chunks(lines: Iterable[bytes], number: int) -> Iterator[Chunk]:
         yield start, batch
 
 
-def _codec() -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
+class _Codec:
     """orjson where it gives exactly what Python's ``json`` gives, ``json`` otherwise."""
-    import json
 
-    import orjson
+    def __init__(self) -> None:
+        import json
 
-    # orjson turns integers beyond 64 bits into floats (str() differs); let json read any line
-    # with a run of 19+ digits. (A translate + substring test is ~10x cheaper than a regex.)
-    digits_as_ones = bytes(49 if 48 <= i <= 57 else 48 for i in range(256))
-    nineteen_ones = b"1" * 19
-    json_loads = json.loads
+        import orjson
 
-    def loads(data: bytes) -> Any:
-        if nineteen_ones not in data.translate(digits_as_ones):
-            try:
-                return orjson.loads(data)
-            except orjson.JSONDecodeError:
-                pass  # NaN, Infinity, lone surrogates: json accepts them, as Ragas users' json does
-        return json_loads(data)
+        self._json_loads, self._json_dumps = json.loads, json.dumps
+        self._orjson_loads, self._orjson_dumps = orjson.loads, orjson.dumps
+        self._orjson_error = orjson.JSONDecodeError
+        # orjson turns integers beyond 64 bits into floats (str() differs): json reads any line
+        # with a run of 19+ digits. A translate + substring test is ~10x cheaper than a regex,
+        # and one test per chunk of lines cheaper still.
+        self._digits_as_ones = bytes(49 if 48 <= i <= 57 else 48 for i in range(256))
+        self._nineteen_ones = b"1" * 19
 
-    orjson_dumps = orjson.dumps
+    def has_long_numbers(self, data: bytes) -> bool:
+        """Whether ``data`` may hold an integer that orjson would not read as ``json`` does."""
+        return self._nineteen_ones in data.translate(self._digits_as_ones)
 
-    def dumps(row: Any) -> bytes:
+    def loads(self, data: bytes) -> Any:
+        """Decode one line whatever it holds."""
+        if self.has_long_numbers(data):
+            return self._json_loads(data)
+        return self.loads_short(data)
+
+    def loads_short(self, data: bytes) -> Any:
+        """Decode one line known to hold no run of 19 digits."""
         try:
-            return orjson_dumps(row) + b"\n"
-        except TypeError:  # e.g. an integer id beyond 64 bits
-            return json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+            return self._orjson_loads(data)
+        except self._orjson_error:
+            pass  # NaN, Infinity, lone surrogates: json accepts them, as Ragas users' json does
+        return self._json_loads(data)
 
-    return loads, dumps
+    def dumps(self, row: Any) -> bytes:
+        try:
+            return self._orjson_dumps(row) + b"\n"
+        except TypeError:  # e.g. an integer id beyond 64 bits
+            text = self._json_dumps(row, ensure_ascii=False)
+            return text.encode("utf-8", "surrogatepass") + b"\n"
 
 
 def _start(
