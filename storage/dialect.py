@@ -83,20 +83,44 @@ def insert_tuples_ignore_duplicates(
         # sqlite3's executemany reuses one prepared statement: already the fast way
         conn.exec_driver_sql(head + f"({', '.join('?' * len(columns))})" + tail, list(rows))
     elif name == "postgresql":
-        # COPY into a session-local staging table, then one INSERT ... SELECT: an order of
-        # magnitude faster than executemany for thousands of rows.
-        staging = f"_toolscore_staging_{table.name}"
-        cols = ", ".join(columns)
-        dbapi = conn.connection.driver_connection
-        assert dbapi is not None
-        with dbapi.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {staging} "
-                f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-            )
-            with cursor.copy(f"COPY {staging} ({cols}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cursor.execute(f"INSERT INTO {table.name} ({cols}) SELECT {cols} FROM {staging}" + tail)
+        _copy_ignore_duplicates(conn, table.name, columns, rows, tail)
     else:
         raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def _copy_ignore_duplicates(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    on_conflict: str,
+) -> None:
+    """PostgreSQL: COPY straight into ``table``; when that hits a duplicate key (a resent
+    batch: rare), roll back to a savepoint and go through a staging table with
+    ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. Both are an order of magnitude faster than
+    ``executemany``; the direct COPY does half the server work of the staging path."""
+    import psycopg  # the postgresql dialect runs on psycopg 3
+
+    cols = ", ".join(columns)
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    with dbapi.cursor() as cursor:
+        cursor.execute("SAVEPOINT toolscore_copy")
+        try:
+            with cursor.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except psycopg.errors.UniqueViolation:
+            cursor.execute("ROLLBACK TO SAVEPOINT toolscore_copy")
+        else:
+            cursor.execute("RELEASE SAVEPOINT toolscore_copy")
+            return
+        staging = f"_toolscore_staging_{table}"
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} "
+            f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        with cursor.copy(f"COPY {staging} ({cols}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {staging}" + on_conflict)

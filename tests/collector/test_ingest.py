@@ -129,6 +129,28 @@ def test_concurrent_requests_share_transactions_and_duplicates_are_ignored(db_ur
     assert len(hook.calls) < 40 + 10  # group commit: fewer transactions than requests
 
 
+def test_a_batch_mixing_stored_and_new_spans_stores_the_new_ones_once(db_url: str) -> None:
+    # PostgreSQL copies straight into the table and falls back to a staging table on a
+    # duplicate key: the batch's new spans must survive that fallback, in the same transaction.
+    hook = RecordingHook()
+    first = [_span(1, i) for i in range(1, 101)]
+    mixed = [_span(1, i) for i in range(51, 151)] + [_span(2, i) for i in range(1, 51)]
+
+    async def body(writer: IngestWriter) -> None:
+        await writer.submit(first)
+        await writer.submit(mixed)
+        await writer.submit(mixed)
+
+    asyncio.run(_with_writer(db_url, body, hooks=[hook]))
+    assert _count(db_url) == 200
+    assert [c[2] for c in hook.calls] == [100, 200, 200]  # rows visible to hooks each time
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        stored = load_spans(conn, [f"{2:032x}"])
+    engine.dispose()
+    assert stored == sorted(mixed[100:], key=lambda s: (s.start_ns, s.span_id))
+
+
 def test_failed_transaction_acknowledges_nothing_and_a_retry_stores_once(db_url: str) -> None:
     hook = RecordingHook(fail_times=1)
     spans = [_span(7, i) for i in range(1, 11)]
