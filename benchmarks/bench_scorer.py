@@ -5,8 +5,9 @@
 Scores the same N samples (3 calls each; a seeded mix of 40% exact, 30% one wrong argument and
 30% two calls swapped) with:
   * ``toolscore score`` end to end on a JSONL file (subprocess, default config = accuracy + F1
-    with explanations, output to /dev/null), in one process and with 2 worker processes; its
-    start-up (empty input) is reported separately and included in those rows;
+    with explanations, output to /dev/null), in one process, with 2 worker processes and
+    without explanations; its start-up (empty input) is reported separately and included in
+    those rows, and one process's CPU time is broken down by stage (in-process);
   * toolscore core, value only (``MetricInstance.value``: strict order, exact comparator);
   * toolscore core with explanations (``MetricInstance.score``);
   * ``ragas.metrics.ToolCallAccuracy`` (legacy API, ``_multi_turn_ascore`` on one event loop);
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import io
 import json
 import os
 import platform
@@ -89,9 +91,14 @@ def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[Timing, list
     return (statistics.median(walls), statistics.median(cpus)), result
 
 
-_RSS_HELPER = (
-    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+# The command is launched and timed from a small helper: a child forked from this (large)
+# process would be charged this process's pages in its peak RSS. The helper's own start-up is
+# not in the figures.
+_HELPER = (
+    "import resource, subprocess, sys, time; start = time.perf_counter(); "
+    "code = subprocess.run(sys.argv[1:]).returncode; wall = time.perf_counter() - start; "
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(usage.ru_maxrss, wall, usage.ru_utime + usage.ru_stime, file=sys.stderr); "
     "sys.exit(code)"
 )
 
@@ -100,25 +107,81 @@ def run_cli(args: list[str], runs: int) -> tuple[Timing, float]:
     """Median wall and CPU seconds (the command and its worker processes), and peak RSS (MiB)."""
     walls, cpus, peak = [], [], 0.0
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        # Launched from a small helper: a child forked from this (large) process would be
-        # charged this process's pages in its peak RSS.
         proc = subprocess.run(
-            [sys.executable, "-c", _RSS_HELPER, sys.executable, "-m", "collector", "score", *args],
+            [sys.executable, "-c", _HELPER, sys.executable, "-m", "collector", "score", *args],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             check=False,
         )
-        walls.append(time.perf_counter() - start)
         if proc.returncode != 0:
             raise SystemExit(f"toolscore score {' '.join(args)} failed: {proc.stderr}")
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        peak = max(peak, int(proc.stderr.strip().splitlines()[-1]) / 1024)
+        rss, wall, cpu = proc.stderr.strip().splitlines()[-1].split()
+        walls.append(float(wall))
+        cpus.append(float(cpu))
+        peak = max(peak, int(rss) / 1024)
     return (statistics.median(walls), statistics.median(cpus)), peak
+
+
+def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
+    """Median CPU seconds of each stage of ``toolscore score``'s one-process path, in-process.
+
+    Stages are timed chunk by chunk (1,000 lines, as the command does), so that each works on
+    freshly decoded objects as in the real pipeline rather than on a cold 10,000-sample heap.
+    """
+    import orjson
+
+    from collector.commands.score import _Codec, _Job, run
+    from scorer import bulk
+
+    lines = data.splitlines(keepends=True)
+    chunks = [lines[i : i + 1000] for i in range(0, len(lines), 1000)]
+    plan, codec, clock = bulk.DEFAULT_PLAN, _Codec(), time.process_time
+    labels = [
+        "decode: orjson.loads",
+        "long-number test (one per 1000-line chunk)",
+        "validate + collect calls (bulk._predicted)",
+        "ToolCallAccuracy + explanation (bulk._accuracy)",
+        "ToolCallF1 + explanation (bulk._f1)",
+        "row: all of the above but decoding (bulk.fast_row)",
+        "encode: orjson.dumps + newline",
+        "all: run(), bytes in memory to bytes in memory",
+    ]
+    totals: list[list[float]] = [[] for _ in labels]
+    for _ in range(runs):
+        spent = [0.0] * len(labels)
+        gc.collect()
+        gc.disable()
+        for chunk in chunks:
+            t0 = clock()
+            objs = [orjson.loads(line) for line in chunk]
+            t1 = clock()
+            codec.has_long_numbers(b"".join(chunk))
+            t2 = clock()
+            calls = [(bulk._predicted(o["user_input"]), o["reference_tool_calls"]) for o in objs]
+            t3 = clock()
+            for p, r in calls:
+                bulk._accuracy(p, r, {})  # type: ignore[arg-type]
+            t4 = clock()
+            for p, r in calls:
+                bulk._f1(p, r, {})  # type: ignore[arg-type]
+            t5 = clock()
+            rows_ = [bulk.fast_row(plan, o) for o in objs]
+            t6 = clock()
+            for row in rows_:
+                orjson.dumps(row) + b"\n"
+            t7 = clock()
+            for i, spent_now in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
+                spent[i] += spent_now
+            spent[6] += t7 - t6
+        t0 = clock()
+        run(_Job(None, None, True), io.BytesIO(data), io.BytesIO())
+        spent[7] = clock() - t0
+        gc.enable()
+        for i, value in enumerate(spent):
+            totals[i].append(value)
+    return [(label, statistics.median(t)) for label, t in zip(labels, totals, strict=True)]
 
 
 def drive(coro: Any) -> Any:
@@ -149,6 +212,8 @@ def main() -> int:
         startup, _ = run_cli([str(empty)], runs)
         one, rss_one = run_cli(["--jobs", "1", str(path)], runs)
         two, rss_two = run_cli(["--jobs", "2", str(path)], runs)
+        bare, _ = run_cli(["--jobs", "1", "--no-details", str(path)], runs)
+        stages = breakdown(path.read_bytes(), runs)
 
     parsed = [parse_sample(s) for s in samples]
     accuracy = default_config().instances["tool_call_accuracy"]
@@ -215,6 +280,7 @@ def main() -> int:
 
     rows.append(("toolscore score, 1 process (CLI)", one))
     rows.append(("toolscore score, 2 workers (CLI)", two))
+    rows.append(("toolscore score, --no-details (CLI)", bare))
 
     reference_scores = results["toolscore core (value)"]
     for label, scores in results.items():
@@ -242,6 +308,11 @@ def main() -> int:
         f"toolscore score startup (empty input): {startup[0]:.3f} s wall, {startup[1]:.3f} s CPU "
         "(included in the CLI rows)"
     )
+    per_cpu = n / max(one[1] - startup[1], 1e-9)
+    print(f"toolscore score, 1 process, excluding start-up: {per_cpu:,.0f} samples per CPU-s")
+    print("where one process's time goes, in-process, µs per sample (medians):")
+    for label, seconds in stages:
+        print(f"  {label:54} {seconds * 1e6 / n:6.2f}")
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"peak RSS: toolscore score {rss_one:.0f} MiB (1 process), {rss_two:.0f} MiB (main of 2 "
