@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scorer.model import ToolCall
+if TYPE_CHECKING:  # annotations only: the bulk path imports this module without dataclasses
+    from scorer.model import ToolCall
 
 MAX_VALUE = 80
 
