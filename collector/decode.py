@@ -221,14 +221,18 @@ def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
     for kv in kvs:
         key = kv.key
         value = kv.value
-        # Hot path (most attributes are scalars): inlined, no call per value.
-        kind = value.WhichOneof("value")
-        if kind == "string_value":
-            text = value.string_value
+        # Hot path (most attributes are scalars): inlined, no call per value. A non-empty
+        # string_value can only be the oneof's string (saves WhichOneof for most values).
+        text = value.string_value
+        if text:
             if len(text) > short:
                 text, cut = trunc.text(text)
                 if cut:
                     cut_keys.append(key)
+            out[key] = text
+            continue
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
             out[key] = text
         elif kind == "int_value":
             out[key] = value.int_value

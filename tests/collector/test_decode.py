@@ -70,6 +70,11 @@ def test_every_anyvalue_type_is_preserved() -> None:
             ),
         ),
         KeyValue(key="empty", value=AnyValue()),
+        # zero values are set values, distinct from an empty AnyValue
+        KeyValue(key="s0", value=AnyValue(string_value="")),
+        KeyValue(key="b0", value=AnyValue(bool_value=False)),
+        KeyValue(key="i0", value=AnyValue(int_value=0)),
+        KeyValue(key="d0", value=AnyValue(double_value=0.0)),
     ]
     out = decode_traces(_request(_span(attributes=attrs)))
     (span,) = out.spans
@@ -82,8 +87,13 @@ def test_every_anyvalue_type_is_preserved() -> None:
         "arr": [1, "x"],
         "kv": {"inner": False},
         "empty": None,
+        "s0": "",
+        "b0": False,
+        "i0": 0,
+        "d0": 0.0,
     }
     assert type(span.attributes["b"]) is bool
+    assert [type(span.attributes[k]) for k in ("s0", "b0", "i0", "d0")] == [str, bool, int, float]
     assert span.trace_id == TRACE.hex() and span.span_id == SPAN.hex()
     assert span.start_ns == 1_700_000_000_123_456_789
     assert (span.scope_name, span.scope_version) == ("agent", "1.2")
