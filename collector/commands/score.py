@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 _CHUNK_LINES = 1000
-_PARALLEL_BYTES = 4 << 20  # auto --jobs: worker processes for inputs of 4 MiB and more
 Item = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
 
 
@@ -50,9 +49,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=0,
+        default=1,
         metavar="N",
-        help="worker processes (default 0: one per core, up to 4, for inputs of 4 MiB or more)",
+        help=(
+            "worker processes (default 1: none; 0: one per core, up to 4); they did not pay on "
+            "a shared 2-core machine, see the README's benchmark"
+        ),
     )
     parser.set_defaults(handler=_handle)
 
@@ -73,9 +75,7 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     total = _size(source)
-    jobs = args.jobs
-    if jobs == 0:  # auto: worker processes pay off only for large files
-        jobs = min(os.cpu_count() or 1, 4) if (total or 0) >= _PARALLEL_BYTES else 1
+    jobs = args.jobs if args.jobs > 0 else min(os.cpu_count() or 1, 4)
     progress = _Progress(sys.stderr, total) if sys.stderr.isatty() else None
     job = _Job(config, args.config, not args.no_details)
     try:
