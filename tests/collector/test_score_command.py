@@ -213,6 +213,29 @@ def test_a_closed_output_pipe_stops_quietly(tmp_path):
     assert b"Traceback" not in result.stderr
 
 
+HEAVY = ("yaml", "sqlalchemy", "grpc", "rapidfuzz", "scipy", "pydantic", "google.protobuf")
+
+
+def test_scoring_with_the_default_config_imports_no_heavy_library(tmp_path):
+    # Start-up is a large share of `toolscore score` on a file; these are not needed for it.
+    path = write_jsonl(tmp_path / "s.jsonl", [GOOD, SWAPPED, "{broken"])
+    probe = (
+        "import sys; from collector.cli import main; status = main(sys.argv[1:]); "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); "
+        "sys.exit(status)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "score", str(path)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1  # the broken line
+    assert len(outputs(result)) == 3
+    assert result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
 def test_no_details_omits_explanations():
     result = toolscore("--no-details", stdin=json.dumps(GOOD).encode())
     assert result.returncode == 0
