@@ -250,6 +250,37 @@ def _outside(
     return out
 
 
+def _accuracy_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
+    """``accuracy.ragas_accuracy`` in strict order, on dicts (both lists non-empty)."""
+    if len(pred) != len(ref):
+        return 0.0
+    score = 0.0
+    for expected, got in zip(ref, pred, strict=True):
+        if expected["name"] != got["name"]:
+            return 0.0
+        g_args, e_args = got["args"], expected["args"]
+        if e_args:
+            total = 0.0
+            for key, value in e_args.items():
+                if key in g_args and str(g_args[key]) == str(value):
+                    total += 1.0
+            score += total / len(e_args)
+        else:
+            score += 0.0 if g_args else 1.0
+    return score / len(ref)
+
+
+def _f1_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
+    """``ToolCallF1.value`` on dicts."""
+    expected, actual = set(_keys(ref)), set(_keys(pred))
+    tp = len(actual & expected)
+    fp, fn = len(actual) - tp, len(expected) - tp
+    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
+    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
+    return round(f1, 4)
+
+
 def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     """The successful row of ``obj`` under ``plan``, or ``None`` for the general path."""
     if type(obj) is not dict:
@@ -268,6 +299,10 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     ):
         return None
     row: Row = {"id": obj.get("id")}
+    if not details:
+        for name, is_f1 in plan:
+            row[name] = _f1_value(pred, ref) if is_f1 else _accuracy_value(pred, ref)
+        return row
     explanations: Row = {}
     memo: dict[int, str] = {}
     for name, is_f1 in plan:
@@ -275,8 +310,7 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
             row[name], explanations[name] = _f1(pred, ref, memo)
         else:
             row[name], explanations[name] = _accuracy(pred, ref, memo)
-    if details:
-        row["details"] = explanations
+    row["details"] = explanations
     return row
 
 
