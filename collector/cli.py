@@ -26,13 +26,17 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with ``only`` (a module of COMMAND_MODULES) just that command's.
+
+    Building one command's parser spares ``toolscore score`` the import cost of the others.
+    """
     parser = argparse.ArgumentParser(
         prog="toolscore",
         description="Score how well AI agents use their tools, from their OpenTelemetry traces.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
+    for module_name in COMMAND_MODULES if only is None else (only,):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -43,8 +47,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _module_named_like(argv: Sequence[str]) -> str | None:
+    """The command module whose last name equals the first argument (``score`` → its module)."""
+    if not argv:
+        return None
+    for module_name in COMMAND_MODULES:
+        if module_name.rsplit(".", 1)[-1] == argv[0]:
+            return module_name
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(only=_module_named_like(argv))
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
