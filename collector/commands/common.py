@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 DB_ENV = "TOOLSCORE_DB"
 DEFAULT_DB_URL = "sqlite:///./toolscore.db"
@@ -29,3 +35,36 @@ def resolve_db_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
         return str(flag)
     env = environ.get(DB_ENV, "").strip()
     return env or DEFAULT_DB_URL
+
+
+def open_migrated_database(
+    args: argparse.Namespace,
+    table: str,
+    *,
+    prog: str,
+    hint: str = "run `toolscore db upgrade`",
+) -> Engine | None:
+    """An engine on the ``--db`` database if it has ``table``, else None with the error printed.
+
+    Messages go to stderr as ``{prog}: ...``; a database without the table gets ``hint``.
+    """
+    from sqlalchemy import inspect
+
+    from storage.engine import DatabaseUrlError, create_engine, redact
+
+    url = resolve_db_url(args, os.environ)
+    try:
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            ready = inspect(conn).has_table(table)
+    except DatabaseUrlError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+    except Exception as exc:
+        print(f"{prog}: {redact(url)}: {exc}", file=sys.stderr)
+        return None
+    if not ready:
+        engine.dispose()
+        print(f"{prog}: {redact(url)} has no {table} table: {hint}", file=sys.stderr)
+        return None
+    return engine

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from collector.commands._table import clip, format_call, format_score, format_time, render_table
-from collector.commands.common import add_db_argument, resolve_db_url
+from collector.commands.common import add_db_argument, open_migrated_database
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -59,26 +58,7 @@ def _error(message: str) -> None:
 
 def _open(args: argparse.Namespace) -> Engine | None:
     """An engine on a database with the pipeline's tables, or None (error printed)."""
-    from sqlalchemy import inspect
-
-    from storage.engine import DatabaseUrlError, create_engine, redact
-
-    url = resolve_db_url(args, os.environ)
-    try:
-        engine = create_engine(url)
-        with engine.connect() as conn:
-            ready = inspect(conn).has_table("conversations")
-    except DatabaseUrlError as exc:
-        _error(str(exc))
-        return None
-    except Exception as exc:
-        _error(f"{redact(url)}: {exc}")
-        return None
-    if not ready:
-        engine.dispose()
-        _error(f"{redact(url)} has no conversations table: run `toolscore db upgrade`")
-        return None
-    return engine
+    return open_migrated_database(args, "conversations", prog="toolscore")
 
 
 def _iso(value: datetime | None) -> str | None:

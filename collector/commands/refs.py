@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collector.commands._table import clip, format_call, format_time, render_table
-from collector.commands.common import add_db_argument, resolve_db_url
+from collector.commands.common import add_db_argument, open_migrated_database, resolve_db_url
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -126,29 +126,12 @@ def _import(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace) -> Engine | None:
     """An engine on a database that has the expectations table, or None (error printed)."""
-    from sqlalchemy import inspect
-
-    from storage.engine import DatabaseUrlError, create_engine, redact
-
-    url = resolve_db_url(args, os.environ)
-    try:
-        engine = create_engine(url)
-        with engine.connect() as conn:
-            ready = inspect(conn).has_table("expectations")
-    except DatabaseUrlError as exc:
-        _error(str(exc))
-        return None
-    except Exception as exc:
-        _error(f"{redact(url)}: {exc}")
-        return None
-    if not ready:
-        engine.dispose()
-        _error(
-            f"{redact(url)} has no expectations table: run `toolscore db upgrade` "
-            "or `toolscore refs import FILE`"
-        )
-        return None
-    return engine
+    return open_migrated_database(
+        args,
+        "expectations",
+        prog="toolscore refs",
+        hint="run `toolscore db upgrade` or `toolscore refs import FILE`",
+    )
 
 
 def _call_count(reference: Any) -> int:
