@@ -150,10 +150,10 @@ def repair_truncated_json(text: str) -> Any:
     Tries the whole text first, then cuts back to earlier separators, so a half-written value is
     dropped rather than guessed. Returns the parsed value, or None when nothing parses.
     """
-    cuts = _cut_points(text)
-    ends = list(reversed(cuts))
+    outside, ends_in_string, _ = _scan(text)
+    ends = list(reversed(_cut_points(outside)))
     # the whole text only when it stops after a complete value: "Par or 12 may be cut short
-    if text.rstrip()[-1:] in ('"', "}", "]") and not _ends_in_string(text):
+    if text.rstrip()[-1:] in ('"', "}", "]") and not ends_in_string:
         ends.insert(0, len(text))
     for end in ends[:64]:
         candidate = _close(text[:end])
@@ -166,9 +166,10 @@ def repair_truncated_json(text: str) -> Any:
     return None
 
 
-def _cut_points(text: str) -> list[int]:
-    """Offsets just before a ``,`` or just after ``{``/``[`` outside strings."""
-    points: list[int] = []
+def _scan(text: str) -> tuple[list[tuple[int, str]], bool, bool]:
+    """The characters outside JSON strings with their offsets, whether ``text`` ends inside a
+    string, and whether it ends right after a backslash inside that string."""
+    outside: list[tuple[int, str]] = []
     in_string = escaped = False
     for i, ch in enumerate(text):
         if in_string:
@@ -180,42 +181,21 @@ def _cut_points(text: str) -> list[int]:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch == ",":
-            points.append(i)
-        elif ch in "{[":
-            points.append(i + 1)
-    return points
+        else:
+            outside.append((i, ch))
+    return outside, in_string, escaped
 
 
-def _ends_in_string(text: str) -> bool:
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-    return in_string
+def _cut_points(outside: list[tuple[int, str]]) -> list[int]:
+    """Offsets just before a ``,`` or just after ``{``/``[`` outside strings."""
+    return [i if ch == "," else i + 1 for i, ch in outside if ch in ",{["]
 
 
 def _close(prefix: str) -> str | None:
+    outside, in_string, escaped = _scan(prefix)
     stack: list[str] = []
-    in_string = escaped = False
-    for ch in prefix:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
+    for _, ch in outside:
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]":
             if not stack:
