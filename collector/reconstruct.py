@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from collector.conventions import Exchange, Message, ToolExecution, extract_observations
 from collector.conventions.definitions import parameter_names
 from collector.model import LogRecordData, SpanRecord
@@ -79,17 +81,43 @@ class _Entry:
     tool_call_id: str | None = None
 
 
-def _canon(value: Any) -> str:
+def _canon_text(value: Any) -> str:
     decoded = decode_tool_input(value)
     if decoded.arguments is not None:
-        return json.dumps(decoded.arguments, sort_keys=True, default=str)
+        try:
+            return orjson.dumps(decoded.arguments, option=_CANON_OPTIONS, default=str).decode()
+        except (TypeError, orjson.JSONEncodeError):  # e.g. integers beyond 64 bits
+            return json.dumps(decoded.arguments, sort_keys=True, default=str)
     if decoded.positional:
         return json.dumps(list(decoded.positional), default=str)
     return decoded.raw or ""
 
 
-class _Transcript:
+_CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+class _Canon:
+    """Canonical text of tool arguments (equal arguments give equal text), memoised per object
+    for one reconstruction: each call's arguments are compared several times (history replay,
+    duplicate model calls, attaching tool spans)."""
+
+    __slots__ = ("_memo",)
+
     def __init__(self) -> None:
+        self._memo: dict[int, tuple[Any, str]] = {}
+
+    def __call__(self, value: Any) -> str:
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        text = _canon_text(value)
+        self._memo[id(value)] = (value, text)  # holding the value keeps its id unique
+        return text
+
+
+class _Transcript:
+    def __init__(self, canon: _Canon) -> None:
+        self.canon = canon
         self.entries: list[_Entry] = []
         self.by_id: dict[str, _Call] = {}
         self.sig_count: dict[tuple[str, str], int] = defaultdict(int)
@@ -99,7 +127,7 @@ class _Transcript:
     def _add_call(self, call: _Call) -> None:
         if call.call_id:
             self.by_id[call.call_id] = call
-        self.sig_count[(call.name, _canon(call.arguments))] += 1
+        self.sig_count[(call.name, self.canon(call.arguments))] += 1
 
     def add(self, exchange: Exchange, rank: int) -> None:
         key = (rank, exchange.sort_ns)
@@ -134,7 +162,7 @@ class _Transcript:
             return  # an empty message (e.g. a call the framework could not parse was dropped)
         new_calls: list[_Call] = []
         for ref in message.tool_calls:
-            sig = (ref.name, _canon(ref.arguments))
+            sig = (ref.name, self.canon(ref.arguments))
             seen_sig[sig] += 1
             if ref.call_id and ref.call_id in self.by_id:
                 continue
@@ -184,7 +212,9 @@ def _trace_ranks(
     return {trace: i for i, trace in enumerate(order)}, order
 
 
-def _dedupe(exchanges: list[Exchange], spans: Sequence[SpanRecord]) -> list[Exchange]:
+def _dedupe(
+    exchanges: list[Exchange], spans: Sequence[SpanRecord], canon: _Canon
+) -> list[Exchange]:
     """Drop a second record of the same model call.
 
     A framework span and a provider span (say OpenInference LangChain + OpenLLMetry openai) both
@@ -200,7 +230,7 @@ def _dedupe(exchanges: list[Exchange], spans: Sequence[SpanRecord]) -> list[Exch
         if exchange.response_id and exchange.response_id in by_response:
             continue
         where = interval.get(exchange.span_id or "")
-        shape = _output_shape(exchange)
+        shape = _output_shape(exchange, canon)
         if where is not None and shape:
             trace, start, end = where
             if any(
@@ -215,12 +245,12 @@ def _dedupe(exchanges: list[Exchange], spans: Sequence[SpanRecord]) -> list[Exch
     return kept
 
 
-def _output_shape(exchange: Exchange) -> tuple[Any, ...]:
+def _output_shape(exchange: Exchange, canon: _Canon) -> tuple[Any, ...]:
     return tuple(
         (
             m.role,
             " ".join(m.content.split()),
-            tuple((c.name, _canon(c.arguments)) for c in m.tool_calls),
+            tuple((c.name, canon(c.arguments)) for c in m.tool_calls),
         )
         for m in exchange.outputs
         if m.content.strip() or m.tool_calls
@@ -228,7 +258,7 @@ def _output_shape(exchange: Exchange) -> tuple[Any, ...]:
 
 
 def _attach(
-    calls: list[_Call], executions: list[ToolExecution], warnings: list[str]
+    calls: list[_Call], executions: list[ToolExecution], warnings: list[str], canon: _Canon
 ) -> list[ToolExecution]:
     """Attach executions to calls; return the executions that matched no call."""
     by_id = {c.call_id: c for c in calls if c.call_id}
@@ -251,7 +281,7 @@ def _attach(
         ]
 
     def args_equal(call: _Call, execution: ToolExecution) -> bool:
-        return _canon(call.arguments) == _canon(execution.arguments)
+        return canon(call.arguments) == canon(execution.arguments)
 
     def positional_equal(call: _Call, execution: ToolExecution) -> bool:
         decoded = decode_tool_input(execution.arguments)
@@ -394,12 +424,13 @@ def _reconstruct(
     ranks, order = _trace_ranks(spans, logs)
     exchanges = [o for o in observations if isinstance(o, Exchange)]
     exchanges.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.sort_ns))
-    transcript = _Transcript()
-    for exchange in _dedupe(exchanges, spans):
+    canon = _Canon()
+    transcript = _Transcript(canon)
+    for exchange in _dedupe(exchanges, spans, canon):
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
-    orphans = _attach(transcript.calls(), executions, warnings)
+    orphans = _attach(transcript.calls(), executions, warnings, canon)
     _insert_orphans(transcript, orphans, ranks)
 
     params = parameter_names(spans)

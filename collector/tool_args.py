@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storage.jsoncodec import json_loads
+
 __all__ = ["DecodedArgs", "decode_arguments", "decode_tool_input", "repair_truncated_json"]
 
 _TRACELOOP_WRAPPER_KEYS = frozenset({"args", "kwargs"})
@@ -102,7 +104,7 @@ def _from_string(text: str, *, raw: str, depth: int) -> DecodedArgs:
     if not stripped:
         return DecodedArgs({}, None, True)  # some providers send "" for a call without arguments
     try:
-        parsed = json.loads(stripped)
+        parsed = json_loads(stripped)
     except (ValueError, RecursionError):
         parsed = _NOT_PARSED
     if parsed is not _NOT_PARSED:

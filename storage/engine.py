@@ -7,13 +7,13 @@ much faster than FULL) and enforced foreign keys. PostgreSQL goes through psycop
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import orjson
 import sqlalchemy
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
+
+from storage.jsoncodec import json_dumps, json_loads
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -62,20 +62,11 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
         cursor.close()
 
 
-def json_dumps(value: Any) -> str:
-    """Fast JSON for JSON columns (orjson), falling back to the standard library for values
-    orjson refuses (integers beyond 64 bits)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False)
-
-
 def create_engine(url: str | URL, **kwargs: Any) -> Engine:
     """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service."""
     parsed = normalize_url(url)
     kwargs.setdefault("json_serializer", json_dumps)
-    kwargs.setdefault("json_deserializer", json.loads)
+    kwargs.setdefault("json_deserializer", json_loads)
     if parsed.get_backend_name() == "sqlite":
         engine = sqlalchemy.create_engine(parsed, **kwargs)
         event.listen(engine, "connect", _sqlite_on_connect)

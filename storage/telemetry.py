@@ -139,7 +139,11 @@ def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
 def _attributes_from_json(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         return {}
-    return {k: from_json_value(v) for k, v in value.items()}
+    # Fast path: scalar values (the usual case) carry no tags, so the decoded dict is the value.
+    for v in value.values():
+        if type(v) is dict or type(v) is list:
+            return {k: from_json_value(v) for k, v in value.items()}
+    return value
 
 
 def _safe_text(text: str) -> str:
@@ -257,28 +261,60 @@ def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
 
 
 def span_from_row(row: Mapping[Any, Any]) -> SpanRecord:
+    return _span_from_values(*(row[name] for name in _SPAN_READ_COLUMNS))
+
+
+# The columns a SpanRecord is rebuilt from, in _span_from_values's parameter order.
+_SPAN_READ_COLUMNS: tuple[str, ...] = (
+    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
+    "attributes", "resource_attributes", "scope_name", "scope_version", "status_code",
+    "status_message", "events", "links",
+)  # fmt: skip
+
+
+def _span_from_values(
+    trace_id: str,
+    span_id: str,
+    parent_span_id: str | None,
+    name: str,
+    kind: int,
+    start_ns: int,
+    end_ns: int,
+    attributes: Any,
+    resource_attributes: Any,
+    scope_name: str,
+    scope_version: str,
+    status_code: int,
+    status_message: str,
+    events: Any,
+    links: Any,
+) -> SpanRecord:
     return SpanRecord(
-        trace_id=row["trace_id"],
-        span_id=row["span_id"],
-        parent_span_id=row["parent_span_id"],
-        name=row["name"],
-        kind=row["kind"],
-        start_ns=row["start_ns"],
-        end_ns=row["end_ns"],
-        attributes=_attributes_from_json(row["attributes"]),
-        resource_attributes=_attributes_from_json(row["resource_attributes"]),
-        scope_name=row["scope_name"],
-        scope_version=row["scope_version"],
-        status_code=row["status_code"],
-        status_message=row["status_message"],
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent_span_id,
+        name=name,
+        kind=kind,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        attributes=_attributes_from_json(attributes),
+        resource_attributes=_attributes_from_json(resource_attributes),
+        scope_name=scope_name,
+        scope_version=scope_version,
+        status_code=status_code,
+        status_message=status_message,
         events=tuple(
             SpanEvent(e["name"], e["time_ns"], _attributes_from_json(e.get("attributes")))
-            for e in row["events"] or ()
-        ),
+            for e in events or ()
+        )
+        if events
+        else (),
         links=tuple(
             SpanLink(lk["trace_id"], lk["span_id"], _attributes_from_json(lk.get("attributes")))
-            for lk in row["links"] or ()
-        ),
+            for lk in links
+        )
+        if links
+        else (),
     )
 
 
@@ -316,9 +352,11 @@ def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
 def load_spans(conn: Connection, trace_ids: Sequence[str]) -> list[SpanRecord]:
     """Every stored span of ``trace_ids``, ordered by trace, start time, then span id."""
     out: list[SpanRecord] = []
+    columns = [spans_table.c[name] for name in _SPAN_READ_COLUMNS]
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(spans_table).where(spans_table.c.trace_id.in_(chunk))
-        out.extend(span_from_row(r) for r in conn.execute(stmt).mappings())
+        stmt = select(*columns).where(spans_table.c.trace_id.in_(chunk))
+        # fetchall: one driver call per chunk, not one per row (the scoring hot path)
+        out.extend(_span_from_values(*r) for r in conn.execute(stmt).fetchall())
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from collector.model import Attributes, LogRecordData, SpanRecord
+from storage.jsoncodec import json_loads
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,7 @@ def maybe_json(value: object) -> Any:
         stripped = value.strip()
         if stripped[:1] in ("[", "{", '"'):
             try:
-                return json.loads(stripped)
+                return json_loads(stripped)
             except ValueError:
                 return value
     return value

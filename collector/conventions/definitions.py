@@ -15,12 +15,22 @@ from typing import Any
 from collector.conventions.base import as_list, maybe_json, unflatten
 from collector.model import SpanRecord
 
+_DEFINITION_KEY_PREFIXES = (
+    "gen_ai.tool.definitions",
+    "ai.prompt.tools",
+    "llm.tools",
+    "llm.request.functions",
+)
+
 
 def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
     """Map tool name → parameter names in schema order, from every definition in ``spans``."""
     names: dict[str, tuple[str, ...]] = {}
     for span in spans:
         attrs = span.attributes
+        # Most spans define no tools: one pass over the keys decides (the scoring hot path).
+        if not any(k.startswith(_DEFINITION_KEY_PREFIXES) for k in attrs):
+            continue
         candidates: list[Any] = []
         candidates += as_list(attrs.get("gen_ai.tool.definitions"))
         candidates += as_list(attrs.get("ai.prompt.tools"))
