@@ -88,6 +88,32 @@ def insert_tuples_ignore_duplicates(
         raise NotImplementedError(f"unsupported dialect {name!r}")
 
 
+def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
+
+    PostgreSQL: one ``COPY`` (an order of magnitude less server work than ``executemany``, which
+    runs one ``INSERT`` per row), values bound by the columns' own SQLAlchemy types, so they are
+    stored exactly as ``conn.execute(table.insert(), rows)`` stores them. Others: that statement.
+    """
+    if not rows:
+        return
+    if conn.dialect.name != "postgresql":
+        conn.execute(table.insert(), list(rows))
+        return
+    columns = list(rows[0])
+    dialect = conn.dialect
+    processors = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns
+    ]
+    bound = [(name, processor) for name, processor in zip(columns, processors, strict=True)]
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
+    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([row[name] if p is None else p(row[name]) for name, p in bound])
+
+
 def _copy_ignore_duplicates(
     conn: Connection,
     table: str,

@@ -25,9 +25,12 @@ def json_dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
 
-# orjson reads integers beyond 64 bits as floats (silently): such texts go to the standard library.
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
+# orjson reads integers beyond 64 bits as floats (silently): texts that may hold one (19 or more
+# digits where a JSON number can start) go to the standard library. Digits inside a string, as in
+# an id "run-1764491234567890123", do not count; a false alarm only costs speed.
+_LONG_NUMBER = r"(?:^|[\[:,\s])-?[0-9]{19}"
+_LONG_DIGITS = re.compile(_LONG_NUMBER)
+_LONG_DIGITS_BYTES = re.compile(_LONG_NUMBER.encode())
 
 
 def json_loads(text: str | bytes) -> Any:

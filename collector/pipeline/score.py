@@ -22,6 +22,7 @@ from collector.conversation_keys import normalize_user_input
 from collector.model import LogRecordData, SpanRecord
 from collector.reconstruct import reconstruct
 from scorer import SampleError, ScoringConfig, parse_sample
+from storage.dialect import bulk_insert
 from storage.expectations import (
     ExpectationRow,
     find_by_conversation_id,
@@ -302,10 +303,8 @@ def write(
                 error=x.error,
             )
         )
-    if eval_rows:
-        conn.execute(evaluations.insert(), eval_rows)
-    if call_rows:
-        conn.execute(tool_calls.insert(), call_rows)
+    bulk_insert(conn, evaluations, eval_rows)
+    bulk_insert(conn, tool_calls, call_rows)
     release = bindparam("b_release", type_=Boolean())
     conn.execute(
         conversations.update()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import logging
 import multiprocessing
 import os
@@ -151,6 +152,7 @@ def _child_init(
     from storage.engine import create_engine
 
     config = load_config(spec.config_path) if spec.config_path else default_config()
+    _tune_gc()
     _child_runner = RoundRunner(
         create_engine(spec.db_url),
         config,
@@ -158,6 +160,15 @@ def _child_init(
         batch_size=batch_size,
         worker_id=worker_id,
     )
+
+
+def _tune_gc() -> None:
+    """A round allocates many short-lived objects (decoded spans, messages, rows) while keeping
+    few: with the default thresholds the collector runs every 700 allocations and its full passes
+    walk every live object. Freezing what start-up created and collecting young objects less
+    often cuts about a tenth of the scoring CPU; memory stays bounded by the round's size."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 def _exit_when_orphaned(server_pid: int, interval_s: float = 1.0) -> None:

@@ -40,3 +40,19 @@ def test_non_finite_numbers_read_like_the_standard_library(text: str) -> None:
 def test_invalid_json_raises_the_standard_error() -> None:
     with pytest.raises(json.JSONDecodeError):
         json_loads("{not json")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"big": 123456789012345678901}',
+        '{"big":-123456789012345678901}',
+        "[1,\n 123456789012345678901]",
+        '[123456789012345678901, "x"]',
+        "123456789012345678901",
+        '{"id": "run-1234567890123456789012", "n": 1}',  # digits inside a string: fast path
+    ],
+)
+def test_big_integers_anywhere_keep_their_exact_value(text: str) -> None:
+    value = json_loads(text)
+    assert repr(value) == repr(json.loads(text))
