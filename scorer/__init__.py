@@ -12,9 +12,11 @@ fast path of ``toolscore score``) does not import all the others.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from scorer.config import (
         MetricInstance,
         ScoringConfig,

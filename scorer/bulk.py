@@ -13,14 +13,19 @@ Covered instances: ``tool_call_accuracy`` with Ragas's defaults in ``strict`` or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from orjson import dumps as _dumps
 
-from scorer.explain import MAX_VALUE, format_args, format_value
+from scorer.explain import MAX_VALUE, format_args
 
-#: Per instance in output order: its name and whether it is F1 (else strict default accuracy).
-Plan = tuple[tuple[str, bool], ...]
-Row = dict[str, Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    #: Per instance in output order: its name and whether it is F1 (else strict default accuracy).
+    Plan = tuple[tuple[str, bool], ...]
+    Row = dict[str, Any]
+
 #: The plan of :func:`scorer.config.default_config` (checked by the tests).
 DEFAULT_PLAN: Plan = (("tool_call_accuracy", False), ("tool_call_f1", True))
 
@@ -47,11 +52,15 @@ def bulk_plan(instances: Mapping[str, Any]) -> Plan | None:
 
 
 def _calls(raw: Any) -> list[dict[str, Any]] | None:
-    """The calls of a ``tool_calls`` / ``reference_tool_calls`` array if all are plain calls."""
+    """The calls of a ``tool_calls`` / ``reference_tool_calls`` array if all are plain calls.
+
+    A plain call has exactly the keys ``name`` (a string) and ``args`` (an object), so that
+    comparing two call dicts compares (name, arguments), as Ragas's F1 does.
+    """
     if type(raw) is not list:
         return None
     for call in raw:
-        if type(call) is not dict or type(call.get("name")) is not str:
+        if type(call) is not dict or len(call) != 2 or type(call.get("name")) is not str:
             return None
         if type(call.get("args")) is not dict:
             return None
@@ -121,17 +130,22 @@ def _names(calls: list[dict[str, Any]]) -> str:
 def _accuracy(
     pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
 ) -> tuple[float, Row]:
-    """``ToolCallAccuracy._evaluate_default`` in strict order, on dicts (both lists non-empty)."""
+    """``ToolCallAccuracy._evaluate_default`` in strict order, on dicts (both lists non-empty).
+
+    Strict pairs are (i, i): the unmatched calls are the positions whose names differ and
+    the longer list's tail, known without the general path's sets.
+    """
     n_p, n_r = len(pred), len(ref)
-    aligned = n_p == n_r
     score = 0.0
     pairs: list[Row] = []
     reasons: list[str] = []
-    for i in range(min(n_p, n_r)):
-        expected, got = ref[i], pred[i]
+    differ: list[int] = []  # positions whose names differ
+    i = -1
+    for expected, got in zip(ref, pred, strict=False):
+        i += 1
         name = expected["name"]
         if name != got["name"]:
-            aligned = False
+            differ.append(i)
             continue
         g_args, e_args = got["args"], expected["args"]
         per_arg: dict[str, float] = {}
@@ -156,26 +170,35 @@ def _accuracy(
                 )
             else:
                 reasons.append(f"expected {name}() without arguments, got {_format_call(got)}")
-    if aligned:
-        score /= n_r
+    if n_p == n_r and not differ:
+        return min(1.0, max(0.0, score / n_r)), {
+            "predicted_count": n_p,
+            "expected_count": n_r,
+            "aligned": True,
+            "pairs": pairs,
+            "unmatched_expected": [],
+            "unmatched_predicted": [],
+            "reasons": reasons,
+        }
+    # pairing.in_order's reason: a length mismatch, else the first differing name
+    if n_p != n_r:
+        reasons.insert(0, f"expected {n_r} calls, got {n_p} (length_mismatch: zero scores 0)")
     else:
-        score = 0.0
-        reasons.insert(0, _misaligned(pred, ref))
-    unmatched_expected: list[int] = []
-    unmatched_predicted: list[int] = []
-    if len(pairs) != n_r or len(pairs) != n_p:
-        matched = {d["expected"] for d in pairs}  # strict pairs are (i, i)
-        unmatched_expected = [r for r in range(n_r) if r not in matched]
-        unmatched_predicted = [p for p in range(n_p) if p not in matched]
-        reasons += [
-            f"expected {_whole(ref[r], memo)} was not matched by any call"
-            for r in unmatched_expected
-        ]
-        reasons += [f"unexpected call {_whole(pred[p], memo)}" for p in unmatched_predicted]
-    return min(1.0, max(0.0, score)), {
+        reasons.insert(
+            0,
+            f"tool names differ at position {differ[0]}: "
+            f"expected {_names(ref)}, got {_names(pred)}",
+        )
+    unmatched_expected = differ + list(range(i + 1, n_r))
+    unmatched_predicted = differ + list(range(i + 1, n_p))
+    for r in unmatched_expected:
+        reasons.append(f"expected {_whole(ref[r], memo)} was not matched by any call")
+    for p in unmatched_predicted:
+        reasons.append(f"unexpected call {_whole(pred[p], memo)}")
+    return 0.0, {
         "predicted_count": n_p,
         "expected_count": n_r,
-        "aligned": aligned,
+        "aligned": False,
         "pairs": pairs,
         "unmatched_expected": unmatched_expected,
         "unmatched_predicted": unmatched_predicted,
@@ -183,49 +206,44 @@ def _accuracy(
     }
 
 
-def _misaligned(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> str:
-    """``pairing.in_order``'s reason (length mismatch, else the first differing name)."""
-    if len(pred) != len(ref):
-        return f"expected {len(ref)} calls, got {len(pred)} (length_mismatch: zero scores 0)"
-    for i in range(len(ref)):
-        if pred[i]["name"] != ref[i]["name"]:
-            return f"tool names differ at position {i}: expected {_names(ref)}, got {_names(pred)}"
-    return "not aligned"  # pragma: no cover (a misaligned strict pairing has a differing name)
+def _distinct(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls without repeats, first occurrences in order.
 
-
-def _hashable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return frozenset((k, _hashable(v)) for k, v in obj.items())
-    if isinstance(obj, list | tuple):
-        return tuple(_hashable(item) for item in obj)
-    return obj
-
-
-def _keys(calls: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    try:
-        return [(c["name"], frozenset(c["args"].items())) for c in calls]
-    except TypeError:  # a list or object value: Ragas's _make_hashable
-        return [(c["name"], _hashable(c["args"])) for c in calls]
+    Plain calls compare as Ragas's F1 keys do: ``(name, frozenset(args.items()))`` (or its
+    ``_make_hashable`` form) are equal exactly when the names and the argument dicts are
+    equal, for decoded JSON values (equal values hash equally; json's NaN is one object). A
+    list scan in C is cheaper than building those keys for a handful of calls.
+    """
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        if call not in out:
+            out.append(call)
+    return out
 
 
 def _f1(
     pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
 ) -> tuple[float, Row]:
-    """``ToolCallF1.evaluate`` on dicts."""
-    ref_keys, pred_keys = _keys(ref), _keys(pred)
-    expected, actual = set(ref_keys), set(pred_keys)
-    tp = len(actual & expected)
-    fp, fn = len(actual) - tp, len(expected) - tp
+    """``ToolCallF1.evaluate`` on plain call dicts."""
+    expected, actual = _distinct(ref), _distinct(pred)
+    missing: list[dict[str, Any]] = []
+    for call in expected:
+        if call not in actual:
+            missing.append(call)
+    fn = len(missing)
+    tp = len(expected) - fn
+    fp = len(actual) - tp
     precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
     recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
     f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
     reasons: list[str] = []
-    if fn:
-        reasons += [f"expected {c} was not called" for c in _outside(ref, ref_keys, actual, memo)]
+    for call in missing:
+        reasons.append(f"expected {_whole(call, memo)} was not called")
     if fp:
-        reasons += [f"unexpected call {c}" for c in _outside(pred, pred_keys, expected, memo)]
-    value = round(f1, 4)
-    return value, {
+        for call in actual:
+            if call not in expected:
+                reasons.append(f"unexpected call {_whole(call, memo)}")
+    return round(f1, 4), {
         "true_positives": tp,
         "false_positives": fp,
         "false_negatives": fn,
@@ -233,21 +251,6 @@ def _f1(
         "recall": recall,
         "reasons": reasons,
     }
-
-
-def _outside(
-    calls: list[dict[str, Any]],
-    keys: list[tuple[str, Any]],
-    other: set[tuple[str, Any]],
-    memo: dict[int, str],
-) -> list[str]:
-    seen: set[tuple[str, Any]] = set()
-    out: list[str] = []
-    for call, key in zip(calls, keys, strict=True):
-        if key not in other and key not in seen:
-            seen.add(key)
-            out.append(_whole(call, memo))
-    return out
 
 
 def _accuracy_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
@@ -271,14 +274,65 @@ def _accuracy_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> fl
 
 
 def _f1_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
-    """``ToolCallF1.value`` on dicts."""
-    expected, actual = set(_keys(ref)), set(_keys(pred))
-    tp = len(actual & expected)
+    """``ToolCallF1.value`` on plain call dicts."""
+    expected, actual = _distinct(ref), _distinct(pred)
+    tp = sum([c in actual for c in expected])
     fp, fn = len(actual) - tp, len(expected) - tp
     precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
     recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
     f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
     return round(f1, 4)
+
+
+def _identical(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> bool:
+    """Whether the predicted calls are the reference calls, value for value and type for type.
+
+    ``==`` alone equates ``1``, ``1.0`` and ``true`` (and ``0.0``, ``-0.0``), whose ``str()``
+    differ; equal orjson texts of equal values also mean equal types (and key order). Values
+    that are equal and both written ``null`` (None, an infinity, one NaN object) print alike.
+    """
+    if pred != ref:
+        return False
+    try:
+        return _dumps(pred) == _dumps(ref)
+    except TypeError:  # integers beyond 64 bits, lone surrogates: the long way
+        return False
+
+
+def _exact_accuracy(ref: list[dict[str, Any]]) -> Row:
+    """``_accuracy``'s explanation when the predicted calls are identical to ``ref``."""
+    n = len(ref)
+    pairs = [
+        {
+            "expected": i,
+            "predicted": i,
+            "name": c["name"],
+            "score": 1.0,
+            "args": dict.fromkeys(c["args"], 1.0),
+        }
+        for i, c in enumerate(ref)
+    ]
+    return {
+        "predicted_count": n,
+        "expected_count": n,
+        "aligned": True,
+        "pairs": pairs,
+        "unmatched_expected": [],
+        "unmatched_predicted": [],
+        "reasons": [],
+    }
+
+
+def _exact_f1(ref: list[dict[str, Any]]) -> Row:
+    """``_f1``'s explanation when the predicted calls are identical to ``ref``."""
+    return {
+        "true_positives": len(_distinct(ref)),
+        "false_positives": 0,
+        "false_negatives": 0,
+        "precision": 1.0,
+        "recall": 1.0,
+        "reasons": [],
+    }
 
 
 def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
@@ -299,11 +353,22 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     ):
         return None
     row: Row = {"id": obj.get("id")}
+    if _identical(pred, ref):  # the common case of a perfect prediction: every score is 1.0
+        if not details:
+            for name, _ in plan:
+                row[name] = 1.0
+            return row
+        explanations: Row = {}
+        for name, is_f1 in plan:
+            row[name] = 1.0
+            explanations[name] = _exact_f1(ref) if is_f1 else _exact_accuracy(ref)
+        row["details"] = explanations
+        return row
     if not details:
         for name, is_f1 in plan:
             row[name] = _f1_value(pred, ref) if is_f1 else _accuracy_value(pred, ref)
         return row
-    explanations: Row = {}
+    explanations = {}
     memo: dict[int, str] = {}
     for name, is_f1 in plan:
         if is_f1:
@@ -314,4 +379,4 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     return row
 
 
-__all__ = ["DEFAULT_PLAN", "Plan", "bulk_plan", "fast_row", "format_value"]
+__all__ = ["DEFAULT_PLAN", "bulk_plan", "fast_row"]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:  # annotations only: the bulk path imports this module without dataclasses
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
     from scorer.model import ToolCall
 
 MAX_VALUE = 80
