@@ -181,7 +181,7 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             codec.has_long_numbers(b"".join(lines[i : i + 1000]))
         spent[6] = clock() - t0
         t0 = clock()
-        run(_Job(None, None, True), io.BytesIO(data), io.BytesIO())
+        run(_Job(None, True), io.BytesIO(data), io.BytesIO())
         spent[7] = clock() - t0
         gc.enable()
         for i, value in enumerate(spent):

@@ -11,14 +11,29 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import os
+import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from itertools import pairwise
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from typing import IO, Any, NoReturn
+
+    Item = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
+    Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
+    Chunk = tuple[int, list[bytes]]  # first line number, raw lines
 
 _CHUNK_LINES = 1000
-Item = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
+#: A regular file is read in blocks of whole lines of about this size (memory stays flat);
+#: larger ones when forking, so that a fork (~1-3 ms) is paid once per ~20,000 samples.
+_SEGMENT_BYTES = 1 << 20
+_FORKED_SEGMENT_BYTES = 16 << 20
+#: Below this many lines per process, forking another does not pay (~1 ms to fork and collect).
+_MIN_LINES_PER_PROCESS = 500
 
 
 def register(subparsers: Any) -> None:
@@ -52,8 +67,8 @@ def register(subparsers: Any) -> None:
         default=1,
         metavar="N",
         help=(
-            "worker processes (default 1: none; 0: one per core, up to 4); they did not pay on "
-            "a shared 2-core machine, see the README's benchmark"
+            "processes scoring a regular file (default 1: this one; 0: one per core, up to 4), "
+            f"each with at least {_MIN_LINES_PER_PROCESS} lines"
         ),
     )
     parser.set_defaults(handler=_handle)
@@ -75,9 +90,9 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     total = _size(source)
-    jobs = args.jobs if args.jobs > 0 else min(os.cpu_count() or 1, 4)
+    jobs = args.jobs if args.jobs > 0 else min(_cores(), 4)
     progress = _Progress(sys.stderr, total) if sys.stderr.isatty() else None
-    job = _Job(config, args.config, not args.no_details)
+    job = _Job(config, not args.no_details)
     try:
         return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
     except BrokenPipeError:  # e.g. `toolscore score big.jsonl | head`: stop quietly
@@ -91,6 +106,13 @@ def _handle(args: argparse.Namespace) -> int:
             source.close()
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may run on
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _size(source: IO[bytes]) -> int | None:
     try:
         return os.fstat(source.fileno()).st_size or None
@@ -99,16 +121,16 @@ def _size(source: IO[bytes]) -> int | None:
 
 
 class _Job:
-    """What scoring a chunk of lines needs; rebuilt from ``config_path`` in worker processes.
+    """What scoring a chunk of lines needs (forked processes inherit it).
 
     ``config`` ``None`` means the default instances; it is then built only when a sample needs
     the general path (the fast path of :mod:`scorer.bulk` needs only the instance names).
     """
 
-    def __init__(self, config: Any, config_path: str | None, details: bool) -> None:
+    def __init__(self, config: Any, details: bool) -> None:
         from scorer.bulk import DEFAULT_PLAN, bulk_plan
 
-        self._config, self.config_path, self.details = config, config_path, details
+        self._config, self.details = config, details
         self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
         self.codec = _Codec()
         self.loads, self.dumps = self.codec.loads, self.codec.dumps
@@ -149,31 +171,51 @@ class _Job:
 
     def score_chunk(self, chunk: Chunk) -> Block:
         start, lines = chunk
-        self.chunks += 1
-        if self.chunks % 64 == 0:  # the collector is off during runs; sweep stray cycles
-            gc.collect()
         codec = self.codec
         # One long-number test for the whole chunk; lines then go straight to orjson.
         loads = codec.loads if codec.has_long_numbers(b"".join(lines)) else codec.loads_short
-        return self.score_items(_lines(lines, loads, start))
+        return self.score_lines(start, lines, loads)
 
+    def score_lines(self, start: int, lines: list[bytes], loads: Callable[[bytes], Any]) -> Block:
+        """The block of ``lines``, the first being line ``start``, decoded with ``loads``.
 
-Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
-Chunk = tuple[int, list[bytes]]  # first line number, raw lines
-_WORKER_JOB: _Job | None = None
+        The hot loop of the command: a well-formed sample goes from ``loads`` through
+        :func:`scorer.bulk.fast_row` to ``dumps`` with no other per-line work; blank lines,
+        bad JSON, ``{"samples": [...]}`` wrappers and the general path are sorted out only
+        when that fails.
+        """
+        from scorer.bulk import fast_row
 
-
-def _init_worker(config_path: str | None, details: bool) -> None:
-    from scorer import load_config
-
-    global _WORKER_JOB
-    config = None if config_path is None else load_config(config_path)
-    _WORKER_JOB = _Job(config, config_path, details)
-
-
-def _score_in_worker(chunk: Chunk) -> Block:
-    assert _WORKER_JOB is not None
-    return _WORKER_JOB.score_chunk(chunk)
+        self.chunks += 1
+        if self.chunks % 64 == 0:  # the collector is off during runs; sweep stray cycles
+            gc.collect()
+        plan, details, dumps = self.plan, self.details, self.dumps
+        out: list[bytes] = []
+        failed = False
+        wrapped = 0  # samples of {"samples": [...]} lines beyond one per line
+        number = start - 1
+        for raw in lines:
+            number += 1
+            try:
+                obj = loads(raw)
+            except ValueError as exc:
+                if raw.isspace() or not raw:
+                    continue  # a blank line
+                out.append(dumps(self._general(*_bad_line(number, exc, 0)[:3])[0]))
+                failed = True
+                continue
+            row = None if plan is None else fast_row(plan, obj, details)
+            if row is None:
+                if type(obj) is dict and "samples" in obj and "user_input" not in obj:
+                    block = self.score_items(_document_object(obj, number, 0))
+                    out.append(block[0])
+                    failed = failed or block[1]
+                    wrapped += block[2] - 1
+                    continue
+                row, ok = self._general(f"line {number}", obj, None)
+                failed = failed or not ok
+            out.append(dumps(row))
+        return b"".join(out), failed, len(out) + wrapped, sum(map(len, lines))
 
 
 def run(
@@ -206,24 +248,114 @@ def _blocks(job: _Job, source: IO[bytes], jobs: int) -> Iterator[Block]:
     if rest is None:
         return
     number, lines = rest
-    chunks = _chunks(lines, number)
-    if jobs <= 1:
-        for chunk in chunks:
+    if lines is not source or not _is_regular(source):
+        # A pipe or terminal (lines scored as they come) or an already split document.
+        for chunk in _chunks(lines, number):
             yield job.score_chunk(chunk)
         return
-    import multiprocessing
-    from collections import deque
+    for start, data in _segments(
+        source, number, _FORKED_SEGMENT_BYTES if jobs > 1 else _SEGMENT_BYTES
+    ):
+        processes = min(jobs, data.count(b"\n") // _MIN_LINES_PER_PROCESS)
+        if processes > 1 and hasattr(os, "fork"):
+            yield from _forked(job, start, data, processes)
+        else:
+            yield from _scored(job, start, data)
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
-    with context.Pool(jobs, _init_worker, (job.config_path, job.details)) as pool:
-        pending: deque[Any] = deque()
-        for chunk in chunks:  # a bounded window keeps memory flat on huge inputs
-            pending.append(pool.apply_async(_score_in_worker, (chunk,)))
-            if len(pending) >= 2 * jobs:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+
+def _is_regular(source: IO[bytes]) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(source.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _segments(source: IO[bytes], number: int, size: int) -> Iterator[tuple[int, bytes]]:
+    """Whole lines of a regular file in blocks of about ``size`` bytes, with the number of each
+    block's first line."""
+    while True:
+        data = source.read(size)
+        if not data:
+            return
+        if not data.endswith(b"\n"):
+            data += source.readline()
+        yield number, data
+        number += data.count(b"\n")
+
+
+def _scored(job: _Job, start: int, data: bytes) -> Iterator[Block]:
+    """The blocks of whole lines ``data``, whose first line is line ``start``."""
+    lines = io.BytesIO(data).readlines()  # split on b"\n" only, as iterating the file does
+    codec = job.codec
+    # One long-number test for all the lines; they then go straight to orjson.
+    loads = codec.loads if codec.has_long_numbers(data) else codec.loads_short
+    for first in range(0, len(lines), _CHUNK_LINES):
+        yield job.score_lines(start + first, lines[first : first + _CHUNK_LINES], loads)
+
+
+def _forked(job: _Job, start: int, data: bytes, processes: int) -> Iterator[Block]:
+    """Score whole lines ``data`` in ``processes`` processes, each a contiguous share, in order.
+
+    This process scores the first share while forked children score the others: forking
+    costs ~1 ms and shares the loaded modules and the configuration. A child scores its share
+    into memory, then hands the bytes over a pipe (writing only once done, so a full pipe never
+    stalls it) and exits with 1 if any of its lines failed, else 0.
+    """
+    cuts = [0]
+    for i in range(1, processes):
+        cut = data.find(b"\n", max(cuts[-1], len(data) * i // processes)) + 1
+        if 0 < cut < len(data):
+            cuts.append(cut)
+    cuts.append(len(data))
+    children: list[tuple[int, int, int]] = []  # pid, read end, input bytes
+    try:
+        number = start + data.count(b"\n", 0, cuts[1])
+        for begin, end in pairwise(cuts[1:]):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (runs in the child; the tests check its output)
+                os.close(read_end)
+                _child(job, number, data[begin:end], write_end)
+            os.close(write_end)
+            children.append((pid, read_end, end - begin))
+            number += data.count(b"\n", begin, end)
+        yield from _scored(job, start, data[: cuts[1]])
+        while children:
+            pid, read_end, size = children.pop(0)
+            try:
+                with open(read_end, "rb") as pipe:
+                    output = pipe.read()
+            finally:
+                status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            if status not in (0, 1):
+                raise RuntimeError(f"a scoring process failed (exit status {status})")
+            yield output, status == 1, output.count(b"\n"), size
+    finally:
+        for pid, read_end, _ in children:  # an early exit (e.g. a closed output pipe)
+            os.close(read_end)
+            os.kill(pid, 15)  # SIGTERM (the signal module costs start-up time)
+            os.waitpid(pid, 0)
+
+
+def _child(job: _Job, start: int, data: bytes, write_end: int) -> NoReturn:  # pragma: no cover
+    """A forked process's work (see :func:`_forked`); never returns."""
+    status = 70
+    try:
+        failed = False
+        blocks = []
+        for output, block_failed, _, _ in _scored(job, start, data):
+            blocks.append(output)
+            failed = failed or block_failed
+        with open(write_end, "wb") as pipe:
+            pipe.write(b"".join(blocks))
+        status = 1 if failed else 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
 
 
 def _chunks(lines: Iterable[bytes], number: int) -> Iterator[Chunk]:
@@ -243,13 +375,14 @@ class _Codec:
     """orjson where it gives exactly what Python's ``json`` gives, ``json`` otherwise."""
 
     def __init__(self) -> None:
-        import json
+        import json  # loaded by orjson anyway (its JSONDecodeError subclasses json's)
 
         import orjson
 
         self._json_loads, self._json_dumps = json.loads, json.dumps
         self._orjson_loads, self._orjson_dumps = orjson.loads, orjson.dumps
         self._orjson_error = orjson.JSONDecodeError
+        self._newline = orjson.OPT_APPEND_NEWLINE
         # orjson turns integers beyond 64 bits into floats (str() differs): json reads any line
         # with a run of 19+ digits. A translate + substring test is ~10x cheaper than a regex,
         # and one test per chunk of lines cheaper still.
@@ -275,10 +408,11 @@ class _Codec:
         return self._json_loads(data)
 
     def dumps(self, row: Any) -> bytes:
+        """One output line."""
         try:
-            return self._orjson_dumps(row) + b"\n"
+            return self._orjson_dumps(row, None, self._newline)
         except TypeError:  # e.g. an integer id beyond 64 bits
-            text = self._json_dumps(row, ensure_ascii=False)
+            text: str = self._json_dumps(row, ensure_ascii=False)
             return text.encode("utf-8", "surrogatepass") + b"\n"
 
 
@@ -337,23 +471,6 @@ def _json_problem(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at column {exc.colno}" if exc.lineno == 1 else str(exc)
     return str(exc)
-
-
-def _lines(lines: Iterable[bytes], loads: Callable[[bytes], Any], start: int) -> Iterator[Item]:
-    number = start - 1
-    for raw in lines:
-        number += 1
-        if not raw or raw.isspace():
-            continue
-        try:
-            obj = loads(raw)
-        except ValueError as exc:
-            yield _bad_line(number, exc, len(raw))
-            continue
-        if type(obj) is dict and "samples" in obj and "user_input" not in obj:
-            yield from _document_object(obj, number, len(raw))
-        else:
-            yield (f"line {number}", obj, None, len(raw))
 
 
 def _document_object(obj: Any, number: int, size: int) -> Iterator[Item]:
