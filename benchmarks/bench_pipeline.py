@@ -33,6 +33,14 @@ from pathlib import Path
 from typing import Any
 
 SPANS_PER_TRACE = 7
+TABLES = (
+    "spans",
+    "log_records",
+    "conversations",
+    "conversation_traces",
+    "evaluations",
+    "tool_calls",
+)
 TRACES_PER_REQUEST = 73  # 511 spans: about the OTel SDK's default export batch (512)
 
 
@@ -259,6 +267,15 @@ def _prepare(db_url: str) -> None:
 
     upgrade(db_url)
     engine = create_engine(db_url)
+    with engine.begin() as conn:
+        # Every run starts from empty tables, as on SQLite (a new file per run): a database
+        # reused across runs would carry the earlier runs' rows and, where autovacuum is off
+        # (as on this machine's PostgreSQL), their dead row versions.
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)} CASCADE")
+        else:
+            for table in TABLES:
+                conn.exec_driver_sql(f"DELETE FROM {table}")
     with engine.connect() as conn:
         calls = [
             {"name": "get_weather", "args": {"city": "Paris"}},
@@ -370,9 +387,11 @@ def main() -> None:
         _prepare(url)
         with_pipeline, receiver_only = [], []
         for i in range(args.runs):
+            _prepare(url)
             peer = run_once(
                 url, rate=args.rate, duration=args.duration, settle=args.settle, scoring=False
             )
+            _prepare(url)
             run = run_once(
                 url,
                 rate=args.rate,

@@ -36,6 +36,7 @@ from storage.pipeline import (
     conversation_traces,
     conversations,
     evaluations,
+    supports_skip_locked,
     tool_calls,
 )
 from storage.telemetry import load_logs, load_spans
@@ -224,6 +225,22 @@ def compute(conn: Connection, ids: Sequence[str], config: ScoringConfig) -> list
     return [_compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config) for r in rows]
 
 
+def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
+    """Lock the conversations about to get a revision (those still claimed by ``claimed_by``)
+    and read their current revisions."""
+    c = conversations.c
+    owner = c.claimed_by == claimed_by if claimed_by is not None else true()
+    if supports_skip_locked(conn):
+        # PostgreSQL: a row lock that writes no new row version (with autovacuum slow or off,
+        # every extra version of a hot row slows the claim queries down).
+        pick = select(c.id, c.revision).where(c.id.in_(ids), owner).with_for_update()
+        return {i: r for i, r in conn.execute(pick)}
+    # SQLite: the first statement is a write, so the transaction takes the write lock before
+    # anything is read (a read first could be upgraded too late and fail with SQLITE_BUSY).
+    lock = conversations.update().where(c.id.in_(ids), owner).values(revision=c.revision)
+    return {i: r for i, r in conn.execute(lock.returning(c.id, c.revision))}
+
+
 def write(
     conn: Connection,
     computed: Sequence[_Computed],
@@ -242,13 +259,7 @@ def write(
         return []
     c = conversations.c
     ids = [x.conversation_id for x in computed]
-    # This first statement is a write, so SQLite takes its write lock before anything is read.
-    lock = conversations.update().where(c.id.in_(ids))
-    if claimed_by is not None:
-        lock = lock.where(c.claimed_by == claimed_by)
-    owned: dict[str, int] = dict(
-        conn.execute(lock.values(revision=c.revision).returning(c.id, c.revision)).all()
-    )
+    owned = _lock_owned(conn, ids, claimed_by)
     todo = [x for x in computed if x.conversation_id in owned]
     if not todo:
         return []
