@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from orjson import dumps as _dumps
 
-from scorer.explain import MAX_VALUE, format_args
+from scorer.explain import MAX_VALUE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -76,9 +76,10 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
     for message in messages:
         if type(message) is not dict or type(message.get("content")) is not str:
             return None
-        metadata = message.get("metadata")
-        if metadata is not None and type(metadata) is not dict:
-            return None
+        if len(message) > 2:  # more than type and content (else the type check below fails)
+            metadata = message.get("metadata")
+            if metadata is not None and type(metadata) is not dict:
+                return None
         kind = message.get("type")
         if kind == "ai":
             raw = message.get("tool_calls")
@@ -104,9 +105,18 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
 
 def _format_call(call: dict[str, Any], keys: list[str] | None = None) -> str:
     """``explain.format_call`` on a call dict."""
-    if keys is not None:
-        return f"{call['name']}({format_args(call['args'], keys)})"
     parts = []
+    if keys is not None:  # explain.format_args with keys, inlined
+        args = call["args"]
+        for key in keys:
+            if key in args:
+                text = repr(args[key])
+                if len(text) > MAX_VALUE:
+                    text = text[: MAX_VALUE - 3] + "..."
+                parts.append(f"{key}={text}")
+            else:
+                parts.append(f"{key} missing")
+        return f"{call['name']}({', '.join(parts)})"
     for key, value in call["args"].items():
         text = repr(value)
         if len(text) > MAX_VALUE:
@@ -148,6 +158,18 @@ def _accuracy(
             differ.append(i)
             continue
         g_args, e_args = got["args"], expected["args"]
+        if g_args == e_args and _same_text(g_args, e_args):  # every argument matches
+            pairs.append(
+                {
+                    "expected": i,
+                    "predicted": i,
+                    "name": name,
+                    "score": 1.0,
+                    "args": dict.fromkeys(e_args, 1.0),
+                }
+            )
+            score += 1.0
+            continue
         per_arg: dict[str, float] = {}
         if e_args:
             total = 0.0
@@ -284,6 +306,14 @@ def _f1_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
     return round(f1, 4)
 
 
+def _same_text(a: Any, b: Any) -> bool:
+    """Whether equal values ``a`` and ``b`` also have the same orjson text (see _identical)."""
+    try:
+        return _dumps(a) == _dumps(b)
+    except TypeError:  # integers beyond 64 bits, lone surrogates: the long way
+        return False
+
+
 def _identical(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> bool:
     """Whether the predicted calls are the reference calls, value for value and type for type.
 
@@ -291,12 +321,7 @@ def _identical(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> bool:
     differ; equal orjson texts of equal values also mean equal types (and key order). Values
     that are equal and both written ``null`` (None, an infinity, one NaN object) print alike.
     """
-    if pred != ref:
-        return False
-    try:
-        return _dumps(pred) == _dumps(ref)
-    except TypeError:  # integers beyond 64 bits, lone surrogates: the long way
-        return False
+    return pred == ref and _same_text(pred, ref)
 
 
 def _exact_accuracy(ref: list[dict[str, Any]]) -> Row:

@@ -9,7 +9,7 @@ lines are skipped. Exit status: 0 all scored, 1 if any line failed, 2 on a usage
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import gc
 import io
 import os
@@ -20,6 +20,7 @@ from itertools import pairwise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Iterable, Iterator
     from typing import IO, Any, NoReturn
 
@@ -27,13 +28,17 @@ if TYPE_CHECKING:
     Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
     Chunk = tuple[int, list[bytes]]  # first line number, raw lines
 
-_CHUNK_LINES = 1000
+_CHUNK_LINES = 1000  # lines of a pipe scored at a time
+#: Lines of a regular file scored at a time, in bytes: below glibc's mmap threshold (128 KiB),
+#: so that each chunk's buffers reuse the last one's memory instead of faulting in new pages.
+_CHUNK_BYTES = 64 << 10
 #: A regular file is read in blocks of whole lines of about this size (memory stays flat);
 #: larger ones when forking, so that a fork (~1-3 ms) is paid once per ~20,000 samples.
 _SEGMENT_BYTES = 1 << 20
 _FORKED_SEGMENT_BYTES = 16 << 20
 #: Below this many lines per process, forking another does not pay (~1 ms to fork and collect).
 _MIN_LINES_PER_PROCESS = 500
+_DEFAULT_JOBS = 1
 
 
 def register(subparsers: Any) -> None:
@@ -64,7 +69,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=1,
+        default=_DEFAULT_JOBS,
         metavar="N",
         help=(
             "processes scoring a regular file (default 1: this one; 0: one per core, up to 4), "
@@ -72,6 +77,47 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.set_defaults(handler=_handle)
+
+
+def quick_args(argv: list[str]) -> argparse.Namespace | None:
+    """``score``'s arguments in their plain forms, parsed without building the argparse parser.
+
+    argparse and what it loads (gettext, locale, shutil) cost ~4 ms of start-up, a tenth of
+    it. Anything else (help, ``--opt=value``, abbreviations, values starting with ``-``,
+    mistakes) answers ``None``, and the caller hands the whole command line to argparse.
+    """
+    from types import SimpleNamespace
+
+    file, config, no_details, jobs = None, None, False, _DEFAULT_JOBS
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--no-details":
+            no_details = True
+        elif arg in ("--config", "--jobs"):
+            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
+                return None
+            i += 1
+            if arg == "--config":
+                config = argv[i]
+            elif argv[i].isascii() and argv[i].isdigit():
+                jobs = int(argv[i])
+            else:
+                return None
+        elif (arg == "-" or not arg.startswith("-")) and file is None:
+            file = arg
+        else:
+            return None
+        i += 1
+    namespace = SimpleNamespace(
+        command="score",
+        file="-" if file is None else file,
+        config=config,
+        no_details=no_details,
+        jobs=jobs,
+        handler=_handle,
+    )
+    return namespace  # type: ignore[return-value]  # the attributes argparse would set
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -134,7 +180,7 @@ class _Job:
         self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
         self.codec = _Codec()
         self.loads, self.dumps = self.codec.loads, self.codec.dumps
-        self.chunks = 0
+        self.lines = 0  # scored since the last sweep of the cycle collector
 
     @property
     def config(self) -> Any:
@@ -173,23 +219,28 @@ class _Job:
         start, lines = chunk
         codec = self.codec
         # One long-number test for the whole chunk; lines then go straight to orjson.
-        loads = codec.loads if codec.has_long_numbers(b"".join(lines)) else codec.loads_short
-        return self.score_lines(start, lines, loads)
+        return self.score_lines(start, lines, codec.has_long_numbers(b"".join(lines)))
 
-    def score_lines(self, start: int, lines: list[bytes], loads: Callable[[bytes], Any]) -> Block:
-        """The block of ``lines``, the first being line ``start``, decoded with ``loads``.
+    def score_lines(self, start: int, lines: list[bytes], long_numbers: bool) -> Block:
+        """The block of ``lines``, the first being line ``start``.
 
-        The hot loop of the command: a well-formed sample goes from ``loads`` through
-        :func:`scorer.bulk.fast_row` to ``dumps`` with no other per-line work; blank lines,
-        bad JSON, ``{"samples": [...]}`` wrappers and the general path are sorted out only
-        when that fails.
+        ``long_numbers`` false says no line holds a run of 19 digits (see ``_Codec``), so that
+        lines go straight to orjson. The hot loop of the command: a well-formed sample goes
+        through orjson, :func:`scorer.bulk.fast_row` and orjson with no other per-line work
+        (no Python-level wrapper calls); blank lines, what only ``json`` reads, bad JSON,
+        ``{"samples": [...]}`` wrappers and the general path are sorted out only when a step
+        fails.
         """
         from scorer.bulk import fast_row
 
-        self.chunks += 1
-        if self.chunks % 64 == 0:  # the collector is off during runs; sweep stray cycles
+        self.lines += len(lines)
+        if self.lines >= 50_000:  # the collector is off during runs; sweep stray cycles
+            self.lines = 0
             gc.collect()
-        plan, details, dumps = self.plan, self.details, self.dumps
+        codec = self.codec
+        loads = codec.loads if long_numbers else codec.orjson_loads
+        dumps, newline = codec.orjson_dumps, codec.newline
+        plan, details = self.plan, self.details
         out: list[bytes] = []
         failed = False
         wrapped = 0  # samples of {"samples": [...]} lines beyond one per line
@@ -198,12 +249,15 @@ class _Job:
             number += 1
             try:
                 obj = loads(raw)
-            except ValueError as exc:
+            except ValueError:
                 if raw.isspace() or not raw:
                     continue  # a blank line
-                out.append(dumps(self._general(*_bad_line(number, exc, 0)[:3])[0]))
-                failed = True
-                continue
+                try:  # NaN, Infinity, lone surrogates: json reads them, as Ragas users' json
+                    obj = codec.json_loads(raw)
+                except ValueError as exc:
+                    out.append(self.dumps(self._general(*_bad_line(number, exc, 0)[:3])[0]))
+                    failed = True
+                    continue
             row = None if plan is None else fast_row(plan, obj, details)
             if row is None:
                 if type(obj) is dict and "samples" in obj and "user_input" not in obj:
@@ -214,7 +268,10 @@ class _Job:
                     continue
                 row, ok = self._general(f"line {number}", obj, None)
                 failed = failed or not ok
-            out.append(dumps(row))
+            try:
+                out.append(dumps(row, None, newline))
+            except TypeError:  # e.g. an integer id beyond 64 bits
+                out.append(self.dumps(row))
         return b"".join(out), failed, len(out) + wrapped, sum(map(len, lines))
 
 
@@ -230,7 +287,7 @@ def run(
     gc.disable()  # rows are acyclic and short-lived; the cyclic collector only costs time here
     failed = False
     try:
-        for data, block_failed, count, size in _blocks(job, source, jobs):
+        for data, block_failed, count, size in _blocks(job, source, jobs, out):
             out.write(data)
             failed = failed or block_failed
             if progress is not None:
@@ -241,7 +298,7 @@ def run(
     return 1 if failed else 0
 
 
-def _blocks(job: _Job, source: IO[bytes], jobs: int) -> Iterator[Block]:
+def _blocks(job: _Job, source: IO[bytes], jobs: int, out: IO[bytes]) -> Iterator[Block]:
     head, rest = _start(source, job.loads)
     if head:
         yield job.score_items(head)
@@ -258,7 +315,7 @@ def _blocks(job: _Job, source: IO[bytes], jobs: int) -> Iterator[Block]:
     ):
         processes = min(jobs, data.count(b"\n") // _MIN_LINES_PER_PROCESS)
         if processes > 1 and hasattr(os, "fork"):
-            yield from _forked(job, start, data, processes)
+            yield from _forked(job, start, data, processes, out)
         else:
             yield from _scored(job, start, data)
 
@@ -284,71 +341,113 @@ def _segments(source: IO[bytes], number: int, size: int) -> Iterator[tuple[int, 
 
 
 def _scored(job: _Job, start: int, data: bytes) -> Iterator[Block]:
-    """The blocks of whole lines ``data``, whose first line is line ``start``."""
-    lines = io.BytesIO(data).readlines()  # split on b"\n" only, as iterating the file does
+    """The blocks of whole lines ``data``, whose first line is line ``start``.
+
+    Chunks of about ``_CHUNK_BYTES``: their memory is reused from one chunk to the next.
+    """
     codec = job.codec
-    # One long-number test for all the lines; they then go straight to orjson.
-    loads = codec.loads if codec.has_long_numbers(data) else codec.loads_short
-    for first in range(0, len(lines), _CHUNK_LINES):
-        yield job.score_lines(start + first, lines[first : first + _CHUNK_LINES], loads)
+    stream = io.BytesIO(data)
+    begin = 0
+    while lines := stream.readlines(_CHUNK_BYTES):  # split on b"\n" only, as files are
+        end = stream.tell()
+        # One long-number test for the chunk; its lines then go straight to orjson.
+        long = codec.has_long_numbers(data[begin:end])
+        yield job.score_lines(start, lines, long)
+        start += len(lines)
+        begin = end
 
 
-def _forked(job: _Job, start: int, data: bytes, processes: int) -> Iterator[Block]:
+def _forked(job: _Job, start: int, data: bytes, processes: int, out: IO[bytes]) -> Iterator[Block]:
     """Score whole lines ``data`` in ``processes`` processes, each a contiguous share, in order.
 
     This process scores the first share while forked children score the others: forking
     costs ~1 ms and shares the loaded modules and the configuration. A child scores its share
-    into memory, then hands the bytes over a pipe (writing only once done, so a full pipe never
-    stalls it) and exits with 1 if any of its lines failed, else 0.
+    into memory, waits for its turn, writes its output straight to ``out``'s file descriptor
+    (through this process, over a pipe, when ``out`` has none: that costs ~2 ms per MB),
+    reports how many rows it wrote and exits with 1 if any of its lines failed, else 0.
     """
+    try:
+        direct: int | None = out.fileno()
+    except (OSError, ValueError, AttributeError):
+        direct = None
     cuts = [0]
     for i in range(1, processes):
         cut = data.find(b"\n", max(cuts[-1], len(data) * i // processes)) + 1
         if 0 < cut < len(data):
             cuts.append(cut)
     cuts.append(len(data))
-    children: list[tuple[int, int, int]] = []  # pid, read end, input bytes
+    children: list[tuple[int, int, int, int]] = []  # pid, report (read end), turn, input bytes
     try:
         number = start + data.count(b"\n", 0, cuts[1])
         for begin, end in pairwise(cuts[1:]):
-            read_end, write_end = os.pipe()
+            report_r, report_w = os.pipe()
+            turn_r, turn_w = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover (runs in the child; the tests check its output)
-                os.close(read_end)
-                _child(job, number, data[begin:end], write_end)
-            os.close(write_end)
-            children.append((pid, read_end, end - begin))
+                for fd in (report_r, turn_w, *(f for c in children for f in c[1:3])):
+                    os.close(fd)  # so that each pipe's end has one holder
+                _child(job, number, data[begin:end], report_w, turn_r, direct)
+            os.close(report_w)
+            os.close(turn_r)
+            children.append((pid, report_r, turn_w, end - begin))
             number += data.count(b"\n", begin, end)
         yield from _scored(job, start, data[: cuts[1]])
         while children:
-            pid, read_end, size = children.pop(0)
+            pid, report_r, turn_w, size = children.pop(0)
             try:
-                with open(read_end, "rb") as pipe:
-                    output = pipe.read()
+                if direct is not None:
+                    out.flush()  # everything before this child's share is out
+                with open(turn_w, "wb", buffering=0) as turn, open(report_r, "rb") as pipe:
+                    with contextlib.suppress(BrokenPipeError):  # the child is gone: see status
+                        turn.write(b"go")
+                    report = pipe.read()
             finally:
                 status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            if status == _EXIT_BROKEN_PIPE:
+                raise BrokenPipeError(32, "the output was closed while a scoring process wrote")
             if status not in (0, 1):
                 raise RuntimeError(f"a scoring process failed (exit status {status})")
-            yield output, status == 1, output.count(b"\n"), size
+            if direct is None:
+                yield report, status == 1, report.count(b"\n"), size
+            else:
+                yield b"", status == 1, int(report), size
     finally:
-        for pid, read_end, _ in children:  # an early exit (e.g. a closed output pipe)
-            os.close(read_end)
+        for pid, report_r, turn_w, _ in children:  # an early exit (e.g. a closed output pipe)
+            os.close(report_r)
+            os.close(turn_w)
             os.kill(pid, 15)  # SIGTERM (the signal module costs start-up time)
             os.waitpid(pid, 0)
 
 
-def _child(job: _Job, start: int, data: bytes, write_end: int) -> NoReturn:  # pragma: no cover
+_EXIT_BROKEN_PIPE = 74
+
+
+def _child(
+    job: _Job, start: int, data: bytes, report_w: int, turn_r: int, direct: int | None
+) -> NoReturn:  # pragma: no cover (runs in the child)
     """A forked process's work (see :func:`_forked`); never returns."""
     status = 70
     try:
         failed = False
+        count = 0
         blocks = []
-        for output, block_failed, _, _ in _scored(job, start, data):
+        for output, block_failed, rows, _ in _scored(job, start, data):
             blocks.append(output)
             failed = failed or block_failed
-        with open(write_end, "wb") as pipe:
-            pipe.write(b"".join(blocks))
+            count += rows
+        output = b"".join(blocks)
+        if os.read(turn_r, 2) == b"go":  # else the parent is gone: write nothing
+            if direct is None:
+                report = output
+            else:
+                with open(direct, "wb", closefd=False) as stream:
+                    stream.write(output)
+                report = str(count).encode()
+            with open(report_w, "wb") as pipe:
+                pipe.write(report)
         status = 1 if failed else 0
+    except BrokenPipeError:
+        status = _EXIT_BROKEN_PIPE
     except BaseException:
         import traceback
 
@@ -379,10 +478,9 @@ class _Codec:
 
         import orjson
 
-        self._json_loads, self._json_dumps = json.loads, json.dumps
-        self._orjson_loads, self._orjson_dumps = orjson.loads, orjson.dumps
-        self._orjson_error = orjson.JSONDecodeError
-        self._newline = orjson.OPT_APPEND_NEWLINE
+        self.json_loads, self._json_dumps = json.loads, json.dumps
+        self.orjson_loads, self.orjson_dumps = orjson.loads, orjson.dumps
+        self.newline = orjson.OPT_APPEND_NEWLINE
         # orjson turns integers beyond 64 bits into floats (str() differs): json reads any line
         # with a run of 19+ digits. A translate + substring test is ~10x cheaper than a regex,
         # and one test per chunk of lines cheaper still.
@@ -396,21 +494,17 @@ class _Codec:
     def loads(self, data: bytes) -> Any:
         """Decode one line whatever it holds."""
         if self.has_long_numbers(data):
-            return self._json_loads(data)
-        return self.loads_short(data)
-
-    def loads_short(self, data: bytes) -> Any:
-        """Decode one line known to hold no run of 19 digits."""
+            return self.json_loads(data)
         try:
-            return self._orjson_loads(data)
-        except self._orjson_error:
+            return self.orjson_loads(data)
+        except ValueError:
             pass  # NaN, Infinity, lone surrogates: json accepts them, as Ragas users' json does
-        return self._json_loads(data)
+        return self.json_loads(data)
 
     def dumps(self, row: Any) -> bytes:
         """One output line."""
         try:
-            return self._orjson_dumps(row, None, self._newline)
+            return self.orjson_dumps(row, None, self.newline)
         except TypeError:  # e.g. an integer id beyond 64 bits
             text: str = self._json_dumps(row, ensure_ascii=False)
             return text.encode("utf-8", "surrogatepass") + b"\n"

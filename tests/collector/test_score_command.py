@@ -289,3 +289,79 @@ def test_ragas_exported_jsonl_scores_like_ragas(tmp_path):
     rows = outputs(result)
     assert [r["tool_call_accuracy"] for r in rows] == [ragas_oracle.accuracy(s) for s in samples]
     assert [r["tool_call_f1"] for r in rows] == [ragas_oracle.f1(s) for s in samples]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["-"],
+        ["s.jsonl"],
+        ["s.jsonl", "--no-details"],
+        ["--config", "c.yaml", "s.jsonl"],
+        ["--jobs", "2", "--jobs", "007", "s.jsonl", "--no-details", "--config", "c.json"],
+        ["--jobs", "0"],
+        ["--jobs=2", "s.jsonl"],
+        ["--config=c.yaml"],
+        ["--no-d", "s.jsonl"],
+        ["--jobs", "-1", "s.jsonl"],
+        ["--jobs", "x"],
+        ["--jobs", "²"],
+        ["--jobs"],
+        ["--config"],
+        ["--config", "-", "s.jsonl"],
+        ["a", "b"],
+        ["--", "s.jsonl"],
+        ["-5"],
+        [""],
+        ["-h"],
+    ],
+)
+def test_quick_arguments_are_argparse_s_or_left_to_argparse(argv):
+    from collector.cli import build_parser
+    from collector.commands import score
+
+    quick = score.quick_args(argv)
+    if quick is None:
+        return  # argparse parses it (or reports the mistake)
+    assert vars(quick) == vars(build_parser().parse_args(["score", *argv]))
+
+
+def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_descriptor(
+    tmp_path,
+):
+    import io
+
+    from collector.commands import score
+
+    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(1500)]
+    lines[1100] = "{broken"
+    path = write_jsonl(tmp_path / "many.jsonl", lines)
+    outputs_by_jobs = {}
+    for jobs in (1, 3):
+        out = io.BytesIO()
+        with path.open("rb") as source:
+            status = score.run(score._Job(None, True), source, out, jobs=jobs)
+        outputs_by_jobs[jobs] = (status, out.getvalue())
+    assert outputs_by_jobs[3] == outputs_by_jobs[1]
+    assert outputs_by_jobs[1][0] == 1
+    assert outputs_by_jobs[1][1].count(b"\n") == 1500
+
+
+@pytest.mark.parametrize("share", [0.01, 0.75])  # closed while this process / a child writes
+def test_a_closed_output_pipe_stops_quietly_with_forked_processes(tmp_path, share):
+    path = write_jsonl(tmp_path / "many.jsonl", [GOOD] * 4000)
+    size = len(toolscore("--jobs", "1", str(path)).stdout)
+    command = " ".join([*COMMAND, "score", "--jobs", "2", str(path)])
+    result = subprocess.run(
+        f"{command} | head -c {int(size * share)} | wc -c; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert b"Traceback" not in result.stderr, result.stderr
+    assert result.stderr == b""
+    assert int(result.stdout) == int(size * share)
+    assert result.returncode == 1  # stopped early: not every line was written
