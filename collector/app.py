@@ -8,6 +8,8 @@ stop in reverse order -> engine disposed.
 Extensions plug in without touching this module's internals: an :data:`ExtensionFactory` gets the
 :class:`AppContext` (settings, engine, metrics, scoring config) and returns an :class:`Extension`
 with ingest hooks (run inside each ingest transaction) and async components (e.g. a worker).
+Extensions talk to each other only through the context's :class:`Signal` s (the pipeline emits
+``evaluations_written``; the write-back subscribes to it), so neither imports the other.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import contextlib
 import gc
 import logging
 import signal
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, text
@@ -42,12 +45,37 @@ class Component(Protocol):
         ...
 
 
+class Signal:
+    """A "something happened" fan-out between extensions of one process.
+
+    ``emit()`` may be called from any thread and calls every subscriber in the caller's thread,
+    so subscribers must be thread-safe and quick (e.g. set a flag on their own event loop).
+    """
+
+    def __init__(self) -> None:
+        self._subscribers: tuple[Callable[[], None], ...] = ()
+        self._lock = threading.Lock()
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._subscribers = (*self._subscribers, callback)
+
+    def emit(self) -> None:
+        for callback in self._subscribers:  # a tuple: subscribing meanwhile is safe
+            try:
+                callback()
+            except Exception:  # one subscriber's bug must not break the emitter (the pipeline)
+                log.exception("signal subscriber %r failed", callback)
+
+
 @dataclass(frozen=True, slots=True)
 class AppContext:
     settings: Settings
     engine: Engine
     metrics: Metrics
     scoring_config: Any | None  # scorer.ScoringConfig when --config was given, else None
+    # Emitted after evaluation rows were committed by this process (the pipeline's rounds).
+    evaluations_written: Signal = field(default_factory=Signal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ def export_extension(
 
         worker = build_export_worker(ctx.engine, settings, version=version or _version())
         worker.on_pass = observe
+        ctx.evaluations_written.subscribe(worker.notify)  # woken by the pipeline, not the timer
         components.append(worker)
         return Extension(components=components)
 

@@ -42,7 +42,7 @@ class ExportSettings:
     insecure: bool | None = None  # grpc: None = plaintext for http:// URLs, TLS for https://
     certificate_file: str | None = None
     batch_size: int = 200
-    poll_interval_s: float = 2.0  # also woken at once by ``notify()``
+    poll_interval_s: float = 2.0  # also woken at once by ``notify()`` (serve: by the pipeline)
     initial_backoff_s: float = 1.0
     max_backoff_s: float = 300.0
     lease_s: float = 120.0  # a claimed row is retried after this if the process died

@@ -5,7 +5,9 @@ database): add outbox rows for new evaluations, claim a bounded batch of due row
 spans then their log records with the SDK exporters, and record what the sink acknowledged. Rows
 that failed back off exponentially (with jitter); a process that dies mid-export leaves its rows
 leased, and they are retried when the lease ends. The worker wakes on its timer or on
-:meth:`ExportWorker.notify` (call it after committing evaluations).
+:meth:`ExportWorker.notify` (``serve`` calls it, from the pipeline's thread, after each scoring
+round that committed evaluations; the timer only matters for evaluations written by other
+processes, retries and backoff).
 """
 
 from __future__ import annotations
@@ -124,17 +126,27 @@ class ExportWorker:
         self._settings = settings
         self.on_pass = on_pass
         self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self.exported_total = 0
         self.failed_total = 0
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._run(), name="toolscore-export")
 
     def notify(self) -> None:
-        """New evaluations were committed: run a pass now rather than at the next tick."""
-        self._wake.set()
+        """New evaluations were committed: run a pass now rather than at the next tick.
+
+        Thread-safe (the pipeline calls it from its worker thread); a notification during a
+        pass makes another pass follow it, so nothing committed meanwhile waits for the timer.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return  # not started (or gone): the first pass after start() sees everything
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            loop.call_soon_threadsafe(self._wake.set)
 
     async def stop(self) -> None:
         """Finish the pass in progress (bounded by the exporter timeout), then shut down."""

@@ -14,6 +14,7 @@ from collector.pipeline.hook import ConversationHook
 from collector.pipeline.options import PipelineOptions
 from collector.pipeline.worker import PipelineWorker, ScoringProcess
 from scorer import ScoringConfig, default_config
+from storage.pipeline import STATUS_UNMATCHED
 
 
 class PipelineMetrics:
@@ -50,11 +51,18 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         process = None
         if options.separate_process:
             process = ScoringProcess(ctx.settings.db_url, ctx.settings.config_path)
+        written = ctx.evaluations_written
+
+        def observe(statuses: Sequence[str], latencies: Sequence[float]) -> None:
+            # Runs after the round committed, in the worker's thread (or on the event loop when
+            # scoring in a child process). Unmatched conversations write no evaluation rows.
+            metrics.observe(statuses, latencies)
+            if any(status != STATUS_UNMATCHED for status in statuses):
+                written.emit()
+
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [
-            PipelineWorker(
-                ctx.engine, config, timing=timing, observer=metrics.observe, process=process
-            )
+            PipelineWorker(ctx.engine, config, timing=timing, observer=observe, process=process)
             for _ in range(options.scoring_processes if process is not None else 1)
         ]
 
