@@ -37,6 +37,12 @@ from collector.tool_args import DecodedArgs, decode_tool_input
 __all__ = ["ReconstructedCall", "Reconstruction", "reconstruct"]
 
 HANDOFF_PREFIX = "handoff to "  # OpenAI Agents handoff TOOL spans: not tool calls
+TRANSFER_PREFIX = "transfer_to_"  # how the OpenAI Agents SDK names handoffs to the model
+
+
+def is_handoff(name: str) -> bool:
+    """A handoff to another agent (conventions.md pitfall 14), not a call of a tool."""
+    return name.startswith(TRANSFER_PREFIX) or name.startswith(HANDOFF_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +347,34 @@ def _insert_orphans(
         transcript.entries.insert(index, _Entry("assistant", key, "", [call]))
 
 
+def _drop_handoffs(transcript: _Transcript) -> None:
+    """Leave handoff calls out, with their results (by call id; without ids, the results that
+    follow an assistant message left with no call). Its text, if any, stays."""
+    dropped: set[str] = set()
+    kept: list[_Entry] = []
+    orphan_results = 0
+    for entry in transcript.entries:
+        if entry.role == "tool":
+            if entry.tool_call_id in dropped:
+                continue
+            if not entry.tool_call_id and orphan_results:
+                orphan_results -= 1
+                continue
+            kept.append(entry)
+            continue
+        orphan_results = 0
+        handoffs = [c for c in entry.calls if is_handoff(c.name)]
+        if handoffs:
+            dropped.update(c.call_id for c in handoffs if c.call_id)
+            entry.calls = [c for c in entry.calls if not is_handoff(c.name)]
+            if not entry.calls:
+                orphan_results = len(handoffs)
+                if not entry.content.strip():
+                    continue
+        kept.append(entry)
+    transcript.entries = kept
+
+
 def _decode_call(call: _Call, params: dict[str, tuple[str, ...]]) -> DecodedArgs:
     requested = decode_tool_input(call.arguments) if call.arguments is not None else None
     if requested is not None and requested.ok:
@@ -406,18 +440,26 @@ def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | 
     return min(roots, key=lambda s: (s.start_ns, s.span_id)).span_id if roots else None
 
 
-def reconstruct(spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()) -> Reconstruction:
-    """Rebuild the messages and the ordered tool calls of one conversation. Never raises."""
+def reconstruct(
+    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = (), *, handoffs: bool = True
+) -> Reconstruction:
+    """Rebuild the messages and the ordered tool calls of one conversation. Never raises.
+
+    ``handoffs=False`` leaves out handoffs to other agents (``transfer_to_*`` calls).
+    """
     warnings: list[str] = []
     try:
-        return _reconstruct(spans, logs, warnings)
+        return _reconstruct(spans, logs, warnings, handoffs)
     except Exception as exc:  # last line of defence: keep the conversation, report the problem
         warnings.append(f"reconstruction failed: {type(exc).__name__}: {exc}")
         return Reconstruction((), (), None, None, tuple(warnings))
 
 
 def _reconstruct(
-    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData], warnings: list[str]
+    spans: Sequence[SpanRecord],
+    logs: Sequence[LogRecordData],
+    warnings: list[str],
+    handoffs: bool = True,
 ) -> Reconstruction:
     observations, extract_warnings = extract_observations(spans, logs)
     warnings.extend(extract_warnings)
@@ -432,6 +474,8 @@ def _reconstruct(
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
     orphans = _attach(transcript.calls(), executions, warnings, canon)
     _insert_orphans(transcript, orphans, ranks)
+    if not handoffs:
+        _drop_handoffs(transcript)
 
     params = parameter_names(spans)
     calls: list[ReconstructedCall] = []
