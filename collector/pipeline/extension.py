@@ -50,7 +50,9 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         metrics = PipelineMetrics(ctx.metrics.registry)
         process = None
         if options.separate_process:
-            process = ScoringProcess(ctx.settings.db_url, ctx.settings.config_path)
+            process = ScoringProcess(
+                ctx.settings.db_url, ctx.settings.config_path, options.include_handoffs
+            )
         written = ctx.evaluations_written
 
         def observe(statuses: Sequence[str], latencies: Sequence[float]) -> None:
@@ -62,7 +64,14 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
 
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [
-            PipelineWorker(ctx.engine, config, timing=timing, observer=observe, process=process)
+            PipelineWorker(
+                ctx.engine,
+                config,
+                timing=timing,
+                observer=observe,
+                process=process,
+                include_handoffs=options.include_handoffs,
+            )
             for _ in range(options.scoring_processes if process is not None else 1)
         ]
 

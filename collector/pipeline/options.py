@@ -12,6 +12,8 @@ ENV_CONVERSATION_KEYS = "TOOLSCORE_CONVERSATION_KEYS"
 ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
 ENV_SCORING_IN_PROCESS = "TOOLSCORE_SCORING_IN_PROCESS"
 ENV_SCORING_PROCESSES = "TOOLSCORE_SCORING_PROCESSES"
+ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"
+HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 
@@ -31,6 +33,7 @@ class PipelineOptions:
     # defaults to True; embedding code (tests) defaults to the cheaper thread.
     separate_process: bool = False
     scoring_processes: int = 1  # with separate_process: how many child processes score
+    include_handoffs: bool = True  # transfer_to_* calls (handoffs to other agents) count
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(env {ENV_SCORING_PROCESSES}; default 1)",
     )
     add(
+        "--handoffs",
+        choices=HANDOFF_CHOICES,
+        help="whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as "
+        f"tool calls (env {ENV_HANDOFFS}; default include)",
+    )
+    add(
         "--no-scoring",
         action="store_true",
         help="only store telemetry; do not assemble or score conversations",
@@ -120,7 +129,11 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
         raise PipelineOptionError(f"{processes_src}: {processes_text!r} is not a number") from None
     if processes < 1:
         raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
+    handoffs = getattr(args, "handoffs", None) or environ.get(ENV_HANDOFFS, "").strip().lower()
+    if handoffs and handoffs not in HANDOFF_CHOICES:
+        raise PipelineOptionError(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
     return PipelineOptions(
+        include_handoffs=handoffs != "exclude",
         scoring_processes=processes,
         enabled=not getattr(args, "no_scoring", False),
         settle_s=_seconds(

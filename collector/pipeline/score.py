@@ -169,6 +169,7 @@ def _compute_one(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
+    handoffs: bool = True,
 ) -> _Computed:
     base = {
         "conversation_id": row["id"],
@@ -176,7 +177,7 @@ def _compute_one(
         "root_span_id": row["root_span_id"],
     }
     try:
-        rec = reconstruct(spans, logs)
+        rec = reconstruct(spans, logs, handoffs=handoffs)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         return _Computed(status=STATUS_ERROR, error=f"reconstruction failed: {exc!r}", **base)
     calls = _call_rows(rec.tool_calls)
@@ -196,8 +197,11 @@ def _compute_one(
     )
 
 
-def compute(conn: Connection, ids: Sequence[str], config: ScoringConfig) -> list[_Computed]:
-    """Reconstruct, match and score conversations ``ids`` (reads only)."""
+def compute(
+    conn: Connection, ids: Sequence[str], config: ScoringConfig, *, handoffs: bool = True
+) -> list[_Computed]:
+    """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
+    leaves handoffs to other agents out of the calls (:func:`collector.reconstruct.reconstruct`)."""
     c, ct = conversations.c, conversation_traces.c
     rows: list[Mapping[str, Any]] = []
     trace_conv: dict[str, str] = {}
@@ -222,7 +226,9 @@ def compute(conn: Connection, ids: Sequence[str], config: ScoringConfig) -> list
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
     matcher = _Matcher(conn)
-    return [_compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config) for r in rows]
+    return [
+        _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs) for r in rows
+    ]
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:

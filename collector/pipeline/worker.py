@@ -89,8 +89,10 @@ class RoundRunner:
         batch_size: int,
         worker_id: str,
         clock_ns: Callable[[], int] = time.time_ns,
+        include_handoffs: bool = True,
     ) -> None:
         self.engine = engine
+        self.include_handoffs = include_handoffs
         self.config = config
         self.timing = timing
         self.batch_size = batch_size
@@ -111,7 +113,12 @@ class RoundRunner:
             with self.engine.connect() as conn:
                 return RoundResult(0, next_due_ns(conn, now_ns=now_ns, timing=self.timing))
         with self.engine.connect() as conn:
-            computed = compute(conn, [c.conversation_id for c in claimed], self.config)
+            computed = compute(
+                conn,
+                [c.conversation_id for c in claimed],
+                self.config,
+                handoffs=self.include_handoffs,
+            )
             conn.rollback()
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
@@ -133,6 +140,7 @@ class ScoringProcess:
 
     db_url: str
     config_path: Path | None = None
+    include_handoffs: bool = True
 
 
 _child_runner: RoundRunner | None = None
@@ -159,6 +167,7 @@ def _child_init(
         timing=timing,
         batch_size=batch_size,
         worker_id=worker_id,
+        include_handoffs=spec.include_handoffs,
     )
 
 
@@ -197,6 +206,7 @@ class PipelineWorker:
         clock_ns: Callable[[], int] = time.time_ns,
         observer: Observer | None = None,
         process: ScoringProcess | None = None,
+        include_handoffs: bool = True,
     ) -> None:
         self.timing = timing or Timing()
         self.worker_id = worker_id or default_worker_id()
@@ -209,6 +219,7 @@ class PipelineWorker:
             batch_size=batch_size,
             worker_id=self.worker_id,
             clock_ns=clock_ns,
+            include_handoffs=include_handoffs,
         )
         self._process = process
         self._pool: ProcessPoolExecutor | None = None
