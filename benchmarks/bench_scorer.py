@@ -6,9 +6,10 @@ Scores the same N samples (3 calls each; a seeded mix of 40% exact, 30% one wron
 30% two calls swapped) with:
   * ``toolscore score`` end to end on a JSONL file (subprocess, default config = accuracy + F1
     with explanations, output to /dev/null, bytecode cached as after an installed package's
-    first run), in one process, with 2 worker processes and without explanations; its start-up
-    (empty input) is reported separately and included in those rows, and one process's CPU time
-    is broken down by stage (in-process);
+    first run): as by default (one process per idle core), in one process, in two, and without
+    explanations, the runs of these variants interleaved; its start-up (empty input) is reported
+    separately and included in those rows, and one process's CPU time is broken down by stage
+    (in-process);
   * toolscore core, value only (``MetricInstance.value``: strict order, exact comparator);
   * toolscore core with explanations (``MetricInstance.score``);
   * ``ragas.metrics.ToolCallAccuracy`` (legacy API, ``_multi_turn_ascore`` on one event loop);
@@ -94,36 +95,52 @@ def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[Timing, list
 
 # The command is launched and timed from a small helper: a child forked from this (large)
 # process would be charged this process's pages in its peak RSS. The helper's own start-up is
-# not in the figures.
+# not in the figures. It also notes how many other tasks were runnable when the command started
+# (``--jobs 0``, the default, forks one process per idle core).
 _HELPER = (
-    "import resource, subprocess, sys, time; start = time.perf_counter(); "
+    "import resource, subprocess, sys, time; "
+    "busy = int(open('/proc/loadavg').read().split()[3].split('/')[0]) - 1; "
+    "start = time.perf_counter(); "
     "code = subprocess.run(sys.argv[1:]).returncode; wall = time.perf_counter() - start; "
     "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
-    "print(usage.ru_maxrss, wall, usage.ru_utime + usage.ru_stime, file=sys.stderr); "
+    "print(usage.ru_maxrss, wall, usage.ru_utime + usage.ru_stime, busy, file=sys.stderr); "
     "sys.exit(code)"
 )
 
+CliResult = tuple[Timing, float, float]  # median (wall, CPU), peak RSS MiB, median busy tasks
 
-def run_cli(args: list[str], runs: int, env: dict[str, str]) -> tuple[Timing, float]:
-    """Median wall and CPU seconds (the command and its worker processes), and peak RSS (MiB)."""
-    walls, cpus, peak = [], [], 0.0
+
+def run_cli(variants: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, CliResult]:
+    """Per variant (command-line arguments): median wall and CPU seconds (the command and its
+    forked processes), peak RSS (MiB) and the median number of other runnable tasks at start.
+
+    The variants' runs are interleaved, so that a change of load on a shared machine falls on
+    all of them alike.
+    """
+    seen: dict[str, list[tuple[float, float, float, float]]] = {v: [] for v in variants}
     for _ in range(runs):
-        proc = subprocess.run(
-            [sys.executable, "-c", _HELPER, sys.executable, "-m", "collector", "score", *args],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-            env=env,
+        for name, args in variants.items():
+            proc = subprocess.run(
+                [sys.executable, "-c", _HELPER, sys.executable, "-m", "collector", "score", *args],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+                env=env,
+            )
+            if proc.returncode != 0:
+                raise SystemExit(f"toolscore score {' '.join(args)} failed: {proc.stderr}")
+            rss, wall, cpu, busy = proc.stderr.strip().splitlines()[-1].split()
+            seen[name].append((float(wall), float(cpu), int(rss) / 1024, float(busy)))
+    return {
+        name: (
+            (statistics.median(r[0] for r in got), statistics.median(r[1] for r in got)),
+            max(r[2] for r in got),
+            statistics.median(r[3] for r in got),
         )
-        if proc.returncode != 0:
-            raise SystemExit(f"toolscore score {' '.join(args)} failed: {proc.stderr}")
-        rss, wall, cpu = proc.stderr.strip().splitlines()[-1].split()
-        walls.append(float(wall))
-        cpus.append(float(cpu))
-        peak = max(peak, int(rss) / 1024)
-    return (statistics.median(walls), statistics.median(cpus)), peak
+        for name, got in seen.items()
+    }
 
 
 def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
@@ -147,7 +164,7 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
         "ToolCallF1 + explanation (bulk._f1)",
         "whole row (bulk.fast_row: the 3 above + row dicts)",
         "encode: orjson.dumps + newline",
-        "long-number test (one per 1000-line chunk)",
+        "long-number test (one per 64 KiB chunk)",
         "all: run(), bytes in memory to bytes in memory",
     ]
     empty = min(-(clock() - clock()) for _ in range(1000))  # the timer's own cost
@@ -177,8 +194,8 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             spent[4] += t5 - t4 - empty
             spent[5] += t6 - t5 - empty
         t0 = clock()
-        for i in range(0, len(lines), 1000):
-            codec.has_long_numbers(b"".join(lines[i : i + 1000]))
+        for i in range(0, len(data), 64 << 10):
+            codec.has_long_numbers(data[i : i + (64 << 10)])
         spent[6] = clock() - t0
         t0 = clock()
         run(_Job(None, True), io.BytesIO(data), io.BytesIO())
@@ -218,11 +235,19 @@ def main() -> int:
         # private cache, whatever PYTHONDONTWRITEBYTECODE says), warmed by one untimed run.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        run_cli([str(empty)], 1, env)
-        startup, _ = run_cli([str(empty)], runs, env)
-        one, rss_one = run_cli(["--jobs", "1", str(path)], runs, env)
-        two, rss_two = run_cli(["--jobs", "2", str(path)], runs, env)
-        bare, _ = run_cli(["--jobs", "1", "--no-details", str(path)], runs, env)
+        run_cli({"warm-up": [str(empty)]}, 1, env)
+        cli = run_cli(
+            {
+                "startup": [str(empty)],
+                "default": [str(path)],
+                "one": ["--jobs", "1", str(path)],
+                "two": ["--jobs", "2", str(path)],
+                "bare": ["--no-details", str(path)],
+            },
+            runs,
+            env,
+        )
+        startup, one = cli["startup"][0], cli["one"][0]
         stages = breakdown(path.read_bytes(), runs)
 
     parsed = [parse_sample(s) for s in samples]
@@ -288,9 +313,10 @@ def main() -> int:
             seconds, results[label] = timed(fn, max(1, runs if "collections" in label else 3))
             rows.append((label, seconds))
 
-    rows.append(("toolscore score, 1 process (CLI)", one))
-    rows.append(("toolscore score, 2 workers (CLI)", two))
-    rows.append(("toolscore score, --no-details (CLI)", bare))
+    rows.append(("toolscore score (CLI, default)", cli["default"][0]))
+    rows.append(("toolscore score --jobs 1 (CLI)", one))
+    rows.append(("toolscore score --jobs 2 (CLI)", cli["two"][0]))
+    rows.append(("toolscore score --no-details (CLI)", cli["bare"][0]))
 
     reference_scores = results["toolscore core (value)"]
     for label, scores in results.items():
@@ -323,10 +349,15 @@ def main() -> int:
     print("where one process's time goes, in-process, µs per sample (wall, medians):")
     for label, seconds in stages:
         print(f"  {label:54} {seconds * 1e6 / n:6.2f}")
+    print(
+        "other runnable tasks when the command started (median; the default forks one process "
+        f"per idle core): {cli['default'][2]:.0f}"
+    )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"peak RSS: toolscore score {rss_one:.0f} MiB (1 process), {rss_two:.0f} MiB (main of 2 "
-        f"workers); this process {own:.0f} MiB (Ragas, its pydantic samples and ours)"
+        f"peak RSS: toolscore score {cli['one'][1]:.0f} MiB (1 process), {cli['two'][1]:.0f} MiB "
+        f"(the largest of 2 processes); this process {own:.0f} MiB (Ragas, its pydantic samples "
+        "and ours)"
     )
     return 0
 

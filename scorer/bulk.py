@@ -243,6 +243,21 @@ def _distinct(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: ``_ratios`` of the counts seen so far (a pure function of three small integers).
+_RATIOS: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+
+
+def _ratios(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall and the rounded F1 of ``ToolCallF1`` for these counts."""
+    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
+    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
+    found = (precision, recall, round(f1, 4))
+    if len(_RATIOS) < 4096:
+        _RATIOS[(tp, fp, fn)] = found
+    return found
+
+
 def _f1(
     pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
 ) -> tuple[float, Row]:
@@ -255,9 +270,7 @@ def _f1(
     fn = len(missing)
     tp = len(expected) - fn
     fp = len(actual) - tp
-    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
-    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
+    precision, recall, f1 = _RATIOS.get((tp, fp, fn)) or _ratios(tp, fp, fn)
     reasons: list[str] = []
     for call in missing:
         reasons.append(f"expected {_whole(call, memo)} was not called")
@@ -265,7 +278,7 @@ def _f1(
         for call in actual:
             if call not in expected:
                 reasons.append(f"unexpected call {_whole(call, memo)}")
-    return round(f1, 4), {
+    return f1, {
         "true_positives": tp,
         "false_positives": fp,
         "false_negatives": fn,
@@ -300,10 +313,7 @@ def _f1_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
     expected, actual = _distinct(ref), _distinct(pred)
     tp = sum([c in actual for c in expected])
     fp, fn = len(actual) - tp, len(expected) - tp
-    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
-    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
-    return round(f1, 4)
+    return (_RATIOS.get((tp, fp, fn)) or _ratios(tp, fp, fn))[2]
 
 
 def _same_text(a: Any, b: Any) -> bool:
@@ -371,7 +381,7 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     if not ref or _calls(ref) is None:
         return None
     # The other MultiTurnSample fields: anything but absent/null goes the general way.
-    if (
+    if (len(obj) > 3 or (len(obj) == 3 and "id" not in obj)) and (
         obj.get("reference") is not None
         or obj.get("rubrics") is not None
         or obj.get("reference_topics") is not None
