@@ -19,6 +19,7 @@ from collector.conventions.base import (
     ToolExecution,
 )
 from collector.conventions.google_adk import GoogleADK
+from collector.conventions.logfire_openai_agents import LogfireOpenAIAgents
 from collector.conventions.openinference import OpenInference
 from collector.conventions.openllmetry import OpenLLMetry
 from collector.conventions.otel_genai import OtelGenAI
@@ -41,6 +42,7 @@ __all__ = [
 
 REGISTRY: tuple[Convention, ...] = (
     PydanticAI(),
+    LogfireOpenAIAgents(),
     Strands(),
     GoogleADK(),
     VercelAI(),
