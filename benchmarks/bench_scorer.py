@@ -6,7 +6,7 @@ Scores the same N samples (3 calls each; a seeded mix of 40% exact, 30% one wron
 30% two calls swapped) with:
   * ``toolscore score`` end to end on a JSONL file (subprocess, default config = accuracy + F1
     with explanations, output to /dev/null, bytecode cached as after an installed package's
-    first run): as by default (one process per idle core), in one process, in two, and without
+    first run): as by default (one process per core), in one process, in two, and without
     explanations, the runs of these variants interleaved; its start-up (empty input) is reported
     separately and included in those rows, and one process's CPU time is broken down by stage
     (in-process);
@@ -96,7 +96,7 @@ def timed(fn: Callable[[], list[float | None]], runs: int) -> tuple[Timing, list
 # The command is launched and timed from a small helper: a child forked from this (large)
 # process would be charged this process's pages in its peak RSS. The helper's own start-up is
 # not in the figures. It also notes how many other tasks were runnable when the command started
-# (``--jobs 0``, the default, forks one process per idle core).
+# (the load it met on a shared machine).
 _HELPER = (
     "import resource, subprocess, sys, time; "
     "busy = int(open('/proc/loadavg').read().split()[3].split('/')[0]) - 1; "
@@ -350,8 +350,8 @@ def main() -> int:
     for label, seconds in stages:
         print(f"  {label:54} {seconds * 1e6 / n:6.2f}")
     print(
-        "other runnable tasks when the command started (median; the default forks one process "
-        f"per idle core): {cli['default'][2]:.0f}"
+        "other runnable tasks when the command started (median, from /proc/loadavg): "
+        f"{statistics.median(c[2] for c in cli.values()):.1f}"
     )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(

@@ -39,7 +39,7 @@ _FORKED_SEGMENT_BYTES = 16 << 20
 #: Below this many lines per process, forking another does not pay: a fork and its collection
 #: cost ~2-3 ms of CPU, ~200 lines' worth, and nothing is gained when the other core is busy.
 _MIN_LINES_PER_PROCESS = 1000
-#: One process per usable core (up to 4) for regular files of enough lines.
+#: One process per core (up to 4) for regular files of enough lines.
 _DEFAULT_JOBS = 0
 
 
@@ -138,7 +138,7 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     total = _size(source)
-    jobs = args.jobs if args.jobs > 0 else _idle_cores()
+    jobs = args.jobs if args.jobs > 0 else _cores()
     progress = _Progress(sys.stderr, total) if sys.stderr.isatty() else None
     job = _Job(config, not args.no_details)
     try:
@@ -154,23 +154,18 @@ def _handle(args: argparse.Namespace) -> int:
             source.close()
 
 
-def _idle_cores() -> int:
-    """``--jobs 0``: one process per core not busy right now (this one's included), up to 4.
+def _cores() -> int:
+    """``--jobs 0``: one process per core this process may run on, up to 4.
 
-    Measured on a shared 2-core machine: a second process took 10,000 samples from 0.19 s to
-    0.15 s when the other core was idle, and made it slower when another program kept it
-    busy. The kernel's count of runnable tasks (``/proc/loadavg``) tells which it is now.
+    Measured on a shared 2-core machine: a second process took 10,000 samples from 0.18 s to
+    0.14 s when the other core was free, and from 0.22 s to 0.23 s when other programs kept
+    both busy; sampling the load at start chose one process too often to pay.
     """
     try:
-        cores = len(os.sched_getaffinity(0))  # the cores this process may run on
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    try:
-        with open("/proc/loadavg", "rb") as stats:
-            running = int(stats.read().split()[3].split(b"/")[0])  # this process included
-    except (OSError, ValueError, IndexError):
-        running = 1
-    return max(1, min(4, cores - running + 1))
+    return max(1, min(4, cores))
 
 
 def _size(source: IO[bytes]) -> int | None:
@@ -354,21 +349,27 @@ def _segments(source: IO[bytes], number: int, size: int) -> Iterator[tuple[int, 
         number += data.count(b"\n")
 
 
-def _scored(job: _Job, start: int, data: bytes) -> Iterator[Block]:
-    """The blocks of whole lines ``data``, whose first line is line ``start``.
+def _scored(job: _Job, start: int, data: bytes, begin: int = 0, end: int = -1) -> Iterator[Block]:
+    """The blocks of the whole lines ``data[begin:end]``, whose first line is line ``start``.
 
-    Chunks of about ``_CHUNK_BYTES``: their memory is reused from one chunk to the next.
+    Chunks of about ``_CHUNK_BYTES``: their memory is reused from one chunk to the next, and
+    ``data`` is not copied (a forked process reads its share of its parent's block in place).
     """
     codec = job.codec
-    stream = io.BytesIO(data)
-    begin = 0
-    while lines := stream.readlines(_CHUNK_BYTES):  # split on b"\n" only, as files are
-        end = stream.tell()
+    if end < 0:
+        end = len(data)
+    stream = io.BytesIO(data)  # shares data's buffer
+    stream.seek(begin)
+    while begin < end:
+        lines = stream.readlines(_CHUNK_BYTES)  # split on b"\n" only, as files are
+        stop = stream.tell()
+        while stop > end:  # past the share's last line (shares end where lines end)
+            stop -= len(lines.pop())
         # One long-number test for the chunk; its lines then go straight to orjson.
-        long = codec.has_long_numbers(data[begin:end])
+        long = codec.has_long_numbers(data[begin:stop])
         yield job.score_lines(start, lines, long)
         start += len(lines)
-        begin = end
+        begin = stop
 
 
 def _forked(job: _Job, start: int, data: bytes, processes: int, out: IO[bytes]) -> Iterator[Block]:
@@ -400,12 +401,12 @@ def _forked(job: _Job, start: int, data: bytes, processes: int, out: IO[bytes]) 
             if pid == 0:  # pragma: no cover (runs in the child; the tests check its output)
                 for fd in (report_r, turn_w, *(f for c in children for f in c[1:3])):
                     os.close(fd)  # so that each pipe's end has one holder
-                _child(job, number, data[begin:end], report_w, turn_r, direct)
+                _child(job, number, data, begin, end, report_w, turn_r, direct)
             os.close(report_w)
             os.close(turn_r)
             children.append((pid, report_r, turn_w, end - begin))
             number += data.count(b"\n", begin, end)
-        yield from _scored(job, start, data[: cuts[1]])
+        yield from _scored(job, start, data, 0, cuts[1])
         while children:
             pid, report_r, turn_w, size = children.pop(0)
             try:
@@ -437,7 +438,14 @@ _EXIT_BROKEN_PIPE = 74
 
 
 def _child(
-    job: _Job, start: int, data: bytes, report_w: int, turn_r: int, direct: int | None
+    job: _Job,
+    start: int,
+    data: bytes,
+    begin: int,
+    end: int,
+    report_w: int,
+    turn_r: int,
+    direct: int | None,
 ) -> NoReturn:  # pragma: no cover (runs in the child)
     """A forked process's work (see :func:`_forked`); never returns."""
     status = 70
@@ -445,17 +453,16 @@ def _child(
         failed = False
         count = 0
         blocks = []
-        for output, block_failed, rows, _ in _scored(job, start, data):
+        for output, block_failed, rows, _ in _scored(job, start, data, begin, end):
             blocks.append(output)
             failed = failed or block_failed
             count += rows
-        output = b"".join(blocks)
         if os.read(turn_r, 2) == b"go":  # else the parent is gone: write nothing
             if direct is None:
-                report = output
+                report = b"".join(blocks)
             else:
                 with open(direct, "wb", closefd=False) as stream:
-                    stream.write(output)
+                    stream.writelines(blocks)
                 report = str(count).encode()
             with open(report_w, "wb") as pipe:
                 pipe.write(report)
