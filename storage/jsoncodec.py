@@ -8,7 +8,6 @@ reconstruction parses (``collector.conventions``), both on the scoring hot path.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -25,22 +24,20 @@ def json_dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
 
-# orjson reads integers beyond 64 bits as floats (silently): texts that may hold one (19 or more
-# digits where a JSON number can start) go to the standard library. Digits inside a string, as in
-# an id "run-1764491234567890123", do not count; a false alarm only costs speed.
-_LONG_NUMBER = r"(?:^|[\[:,\s])-?[0-9]{19}"
-_LONG_DIGITS = re.compile(_LONG_NUMBER)
-_LONG_DIGITS_BYTES = re.compile(_LONG_NUMBER.encode())
+# orjson reads integers beyond 64 bits as floats (silently): texts with a run of 19 or more
+# digits go to the standard library (digits inside strings raise false alarms: they cost only
+# speed). The test maps every byte to "0" (a digit) or " " and looks for the run: about 1 us per KB,
+# a fraction of the parse itself (a regular expression costs more than json.loads).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def json_loads(text: str | bytes) -> Any:
     """Fast JSON for JSON columns (orjson), with the standard library's exact semantics: texts
     orjson refuses (NaN, lone surrogates) or would read differently (integers beyond 64 bits)
     are read by ``json.loads``."""
-    if isinstance(text, str):
-        if _LONG_DIGITS.search(text):
-            return json.loads(text)
-    elif _LONG_DIGITS_BYTES.search(text):
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_RUN in raw.translate(_DIGITS_AS_ZERO):
         return json.loads(text)
     try:
         return orjson.loads(text)
