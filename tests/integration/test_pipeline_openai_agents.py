@@ -1,0 +1,108 @@
+"""OpenAI Agents SDK agents under Logfire → standard OTLP exporter → ``toolscore serve`` → scores.
+
+The agents run in a fresh process (tests/collector/conventions/openai_agents_app.py: Logfire and
+its integration are global), with the SDK's Responses model against a scripted local server, or
+a scripted ``agents.Model``; Logfire exports through the standard OTLP/HTTP span exporter. The
+conversation is the SDK's ``group_id``. Each score must equal the scorer's result on the
+equivalent Ragas sample written from the script (``toolscore score``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("agents")
+pytest.importorskip("logfire")
+
+from collector.pipeline.extension import pipeline_extension
+from collector.pipeline.options import PipelineOptions
+from storage.expectations import ExpectationData
+from tests.collector.conventions.openai_agents_app import (
+    LOOKUP,
+    QUESTION,
+    SCENARIOS,
+    TIME,
+    TRANSFER,
+    WEATHER,
+)
+from tests.collector.pipeline.e2e import (
+    ROOT_IDLE_S,
+    SETTLE_S,
+    current_scores,
+    import_refs,
+    ragas_sample,
+    ragas_scores,
+    wait_scored,
+)
+from tests.integration.serve_harness import RunningServer, server_settings
+
+APP = "tests.collector.conventions.openai_agents_app"
+ROOT = Path(__file__).resolve().parents[2]
+PARIS_TIME = {"name": "get_time", "args": {"timezone": "Europe/Paris"}}
+REFERENCES = {  # conversation (group id) → reference calls
+    "thread-parallel": [WEATHER, PARIS_TIME],
+    "thread-multi-turn": [WEATHER, TIME],
+    "thread-handoff": [LOOKUP],
+}
+# the calls the agent makes, per assistant turn, as a user would write the Ragas sample
+TURNS = {
+    "thread-parallel": [[WEATHER, TIME]],
+    "thread-multi-turn": [[WEATHER], [TIME]],
+    "thread-handoff": [[LOOKUP, TRANSFER]],
+}
+
+
+def _run(model: str, srv: RunningServer) -> None:
+    subprocess.run(
+        [sys.executable, "-m", APP, model, f"{srv.http_url}/v1/traces", *SCENARIOS],
+        cwd=ROOT,
+        check=True,
+        timeout=300,
+    )
+
+
+def _server(db_url: str, *, include_handoffs: bool = True) -> RunningServer:
+    options = PipelineOptions(
+        settle_s=SETTLE_S, root_idle_s=ROOT_IDLE_S, include_handoffs=include_handoffs
+    )
+    return RunningServer(server_settings(db_url), [pipeline_extension(options)])
+
+
+def _expect_all(db_url: str) -> None:
+    import_refs(
+        db_url,
+        *(
+            ExpectationData(id=conv, reference_tool_calls=ref, match={"conversation_id": conv})
+            for conv, ref in REFERENCES.items()
+        ),
+    )
+
+
+@pytest.mark.parametrize("model", ["responses", "scripted"])
+def test_scores_equal_those_of_the_equivalent_ragas_samples(db_url: str, model: str) -> None:
+    _expect_all(db_url)
+    with _server(db_url) as srv:
+        _run(model, srv)
+        rows = wait_scored(db_url, list(REFERENCES))
+        scores = {conv: current_scores(db_url, conv) for conv in REFERENCES}
+    for conv, reference in REFERENCES.items():
+        assert rows[conv]["status"] == "scored", conv
+        assert rows[conv]["expectation_id"] == conv
+        assert scores[conv] == ragas_scores(ragas_sample(QUESTION, TURNS[conv], reference)), conv
+    assert scores["thread-multi-turn"] == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+    assert 0 < scores["thread-parallel"]["tool_call_accuracy"] < 1  # a partial score
+    assert scores["thread-handoff"]["tool_call_accuracy"] == 0  # the handoff counts: 2 calls
+
+
+def test_handoffs_left_out_by_the_server_option(db_url: str) -> None:
+    _expect_all(db_url)
+    with _server(db_url, include_handoffs=False) as srv:
+        _run("responses", srv)
+        wait_scored(db_url, list(REFERENCES))
+        scores = current_scores(db_url, "thread-handoff")
+    assert scores == ragas_scores(ragas_sample(QUESTION, [[LOOKUP]], [LOOKUP]))
+    assert scores == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
