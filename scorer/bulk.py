@@ -317,21 +317,16 @@ def _f1_value(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
 
 
 def _same_text(a: Any, b: Any) -> bool:
-    """Whether equal values ``a`` and ``b`` also have the same orjson text (see _identical)."""
-    try:
-        return _dumps(a) == _dumps(b)
-    except TypeError:  # integers beyond 64 bits, lone surrogates: the long way
-        return False
-
-
-def _identical(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> bool:
-    """Whether the predicted calls are the reference calls, value for value and type for type.
+    """Whether equal values ``a`` and ``b`` are also alike value for value and type for type.
 
     ``==`` alone equates ``1``, ``1.0`` and ``true`` (and ``0.0``, ``-0.0``), whose ``str()``
     differ; equal orjson texts of equal values also mean equal types (and key order). Values
     that are equal and both written ``null`` (None, an infinity, one NaN object) print alike.
     """
-    return pred == ref and _same_text(pred, ref)
+    try:
+        return _dumps(a) == _dumps(b)
+    except TypeError:  # integers beyond 64 bits, lone surrogates: the long way
+        return False
 
 
 def _exact_accuracy(ref: list[dict[str, Any]]) -> Row:
@@ -377,8 +372,10 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     pred = _predicted(obj.get("user_input"))
     if not pred:
         return None
-    ref = obj.get("reference_tool_calls")
-    if not ref or _calls(ref) is None:
+    ref: Any = obj.get("reference_tool_calls")
+    # Equal to the (checked) predicted calls, the reference is made of plain calls too.
+    identical = pred == ref and _same_text(pred, ref)
+    if not identical and (not ref or _calls(ref) is None):
         return None
     # The other MultiTurnSample fields: anything but absent/null goes the general way.
     if (len(obj) > 3 or (len(obj) == 3 and "id" not in obj)) and (
@@ -388,7 +385,7 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
     ):
         return None
     row: Row = {"id": obj.get("id")}
-    if _identical(pred, ref):  # the common case of a perfect prediction: every score is 1.0
+    if identical:  # the common case of a perfect prediction: every score is 1.0
         if not details:
             for name, _ in plan:
                 row[name] = 1.0
