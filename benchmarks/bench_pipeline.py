@@ -190,7 +190,9 @@ def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> 
 
 
 class _Server:
-    def __init__(self, db_url: str, settle: float, scoring: bool, processes: int = 1) -> None:
+    def __init__(
+        self, db_url: str, settle: float, scoring: bool, processes: int | None = None
+    ) -> None:
         from collector.app import App
         from collector.pipeline.extension import pipeline_extension
         from collector.pipeline.options import PipelineOptions
@@ -322,7 +324,7 @@ def run_once(
     duration: float,
     settle: float,
     scoring: bool,
-    processes: int = 1,
+    processes: int | None = None,
 ) -> RunResult:
     prefix = f"b{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
@@ -369,7 +371,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--postgres", metavar="URL", help="also run on this PostgreSQL database")
     parser.add_argument("--no-sqlite", action="store_true")
-    parser.add_argument("--scoring-processes", type=int, default=1, metavar="N")
+    parser.add_argument(
+        "--scoring-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="default: serve's default (auto: 2 on PostgreSQL with 2+ cores, else 1)",
+    )
     args = parser.parse_args()
 
     targets: list[tuple[str, str]] = []
@@ -381,7 +389,7 @@ def main() -> None:
     print(
         f"offered load {args.rate:.0f} spans/s ({SPANS_PER_TRACE} spans/trace, one conversation "
         f"per trace), {args.duration:g} s per run, settle {args.settle:g} s, {args.runs} runs, "
-        f"{args.scoring_processes} scoring process(es)"
+        f"scoring processes: {args.scoring_processes or 'auto (as serve)'}"
     )
     for name, url in targets:
         _prepare(url)

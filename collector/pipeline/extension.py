@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from prometheus_client import Counter, Histogram
@@ -11,9 +12,10 @@ from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFER
 from collector.pipeline.assign import AssignConfig
 from collector.pipeline.claim import Timing
 from collector.pipeline.hook import ConversationHook
-from collector.pipeline.options import PipelineOptions
+from collector.pipeline.options import PipelineOptions, processes_for
 from collector.pipeline.worker import PipelineWorker, ScoringProcess
 from scorer import ScoringConfig, default_config
+from storage.engine import normalize_url
 from storage.pipeline import STATUS_UNMATCHED
 
 
@@ -62,6 +64,8 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             if any(status != STATUS_UNMATCHED for status in statuses):
                 written.emit()
 
+        backend = normalize_url(ctx.settings.db_url).get_backend_name()
+        processes = processes_for(options, backend, os.cpu_count())
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [
             PipelineWorker(
@@ -72,7 +76,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 process=process,
                 include_handoffs=options.include_handoffs,
             )
-            for _ in range(options.scoring_processes if process is not None else 1)
+            for _ in range(processes if process is not None else 1)
         ]
 
         def notify(due_ns: int) -> None:

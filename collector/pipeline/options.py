@@ -32,7 +32,8 @@ class PipelineOptions:
     # Score in a child process (its own GIL) rather than a thread of the server. ``serve``
     # defaults to True; embedding code (tests) defaults to the cheaper thread.
     separate_process: bool = False
-    scoring_processes: int = 1  # with separate_process: how many child processes score
+    # With separate_process: how many child processes score; None: auto (see processes_for).
+    scoring_processes: int | None = None
     include_handoffs: bool = True  # transfer_to_* calls (handoffs to other agents) count
 
 
@@ -75,10 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--scoring-processes",
-        type=int,
-        metavar="N",
-        help="child processes that score in parallel, for machines with spare cores "
-        f"(env {ENV_SCORING_PROCESSES}; default 1)",
+        metavar="N|auto",
+        help="child processes that score in parallel, each claiming its own conversations, "
+        "or auto: 2 on PostgreSQL when the machine has 2 or more cores (one process's database "
+        f"waits overlap the other's work), else 1 (env {ENV_SCORING_PROCESSES}; default auto)",
     )
     add(
         "--handoffs",
@@ -121,14 +122,18 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
     processes_text = getattr(args, "scoring_processes", None)
     processes_src = "--scoring-processes"
     if processes_text is None:
-        processes_text = environ.get(ENV_SCORING_PROCESSES, "").strip() or "1"
+        processes_text = environ.get(ENV_SCORING_PROCESSES, "").strip() or "auto"
         processes_src = ENV_SCORING_PROCESSES
-    try:
-        processes = int(processes_text)
-    except ValueError:
-        raise PipelineOptionError(f"{processes_src}: {processes_text!r} is not a number") from None
-    if processes < 1:
-        raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
+    processes: int | None = None
+    if str(processes_text).strip().lower() != "auto":
+        try:
+            processes = int(processes_text)
+        except ValueError:
+            raise PipelineOptionError(
+                f"{processes_src}: {processes_text!r} is neither a number nor auto"
+            ) from None
+        if processes < 1:
+            raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
     handoffs = getattr(args, "handoffs", None) or environ.get(ENV_HANDOFFS, "").strip().lower()
     if handoffs and handoffs not in HANDOFF_CHOICES:
         raise PipelineOptionError(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
@@ -153,3 +158,16 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
             or environ.get(ENV_SCORING_IN_PROCESS, "").strip().lower() in ("1", "true", "yes")
         ),
     )
+
+
+def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None) -> int:
+    """How many scoring processes to run: the configured number, or auto.
+
+    Auto: on PostgreSQL a scoring process waits for the server for about a third of a round
+    (reads, COPY, commits), so a second process on a machine with a second core keeps scoring
+    busy; on SQLite, one file has one writer at a time and a second process only adds lock
+    contention with ingest.
+    """
+    if options.scoring_processes is not None:
+        return options.scoring_processes
+    return 2 if backend == "postgresql" and (cpu_count or 1) >= 2 else 1

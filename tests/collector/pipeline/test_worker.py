@@ -13,7 +13,12 @@ import pytest
 from sqlalchemy import Engine
 
 from collector.pipeline.claim import Timing
-from collector.pipeline.options import PipelineOptionError, add_arguments, options_from
+from collector.pipeline.options import (
+    PipelineOptionError,
+    add_arguments,
+    options_from,
+    processes_for,
+)
 from collector.pipeline.worker import PipelineWorker, ScoringProcess
 from scorer import default_config
 from storage.expectations import ExpectationData
@@ -74,11 +79,26 @@ def test_serve_options_flags_beat_environment() -> None:
     [
         (["--settle", "-1"], "--settle: must be 0 or more"),
         (["--scoring-processes", "0"], "--scoring-processes: must be at least 1"),
+        (["--scoring-processes", "many"], "--scoring-processes: 'many' is neither a number nor"),
     ],
 )
 def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -> None:
     with pytest.raises(PipelineOptionError, match=message):
         parse(argv)
+
+
+def test_scoring_processes_default_to_two_on_postgresql_with_two_cores() -> None:
+    auto = parse([])
+    assert auto.scoring_processes is None
+    assert processes_for(auto, "postgresql", 2) == 2
+    assert processes_for(auto, "postgresql", 8) == 2
+    assert processes_for(auto, "postgresql", 1) == 1
+    assert processes_for(auto, "postgresql", None) == 1
+    assert processes_for(auto, "sqlite", 8) == 1
+    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "AUTO"}), "sqlite", 8) == 1
+    assert processes_for(parse(["--scoring-processes", "3"]), "sqlite", 1) == 3
+    from_env = parse([], {"TOOLSCORE_SCORING_PROCESSES": "1"})
+    assert processes_for(from_env, "postgresql", 8) == 1
 
 
 def test_invalid_environment_names_the_variable() -> None:
