@@ -195,8 +195,9 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path):
     path = write_jsonl(tmp_path / "many.jsonl", lines)
     single = toolscore("--jobs", "1", str(path))
     parallel = toolscore("--jobs", "2", str(path))
-    assert single.returncode == parallel.returncode == 1
-    assert parallel.stdout == single.stdout
+    default = toolscore(str(path))  # one process per core
+    assert single.returncode == parallel.returncode == default.returncode == 1
+    assert parallel.stdout == single.stdout == default.stdout
     rows = outputs(parallel)
     assert len(rows) == 2500
     assert rows[1700]["error"].startswith("line 1701: not valid JSON")
@@ -334,8 +335,9 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
 
     from collector.commands import score
 
-    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(1500)]
-    lines[1100] = "{broken"
+    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(3500)]
+    lines[3100] = "{broken"  # in the third share
+    lines[1200:1201] = ["", "   "]  # blank lines count as lines
     path = write_jsonl(tmp_path / "many.jsonl", lines)
     outputs_by_jobs = {}
     for jobs in (1, 3):
@@ -345,7 +347,9 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
         outputs_by_jobs[jobs] = (status, out.getvalue())
     assert outputs_by_jobs[3] == outputs_by_jobs[1]
     assert outputs_by_jobs[1][0] == 1
-    assert outputs_by_jobs[1][1].count(b"\n") == 1500
+    rows = outputs_by_jobs[1][1].decode().splitlines()
+    assert len(rows) == 3499
+    assert json.loads(rows[3099])["error"].startswith("line 3102: not valid JSON")
 
 
 @pytest.mark.parametrize("share", [0.01, 0.75])  # closed while this process / a child writes
