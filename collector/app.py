@@ -138,7 +138,12 @@ class App:
             self._components.append(component)
 
         core = OtlpCore(
-            self._writer, DecodeLimits(s.max_attribute_bytes), self.metrics, s.auth_token
+            self._writer,
+            DecodeLimits(s.max_attribute_bytes),
+            self.metrics,
+            s.auth_token,
+            max_concurrent_requests=s.max_concurrent_requests,
+            retry_after_s=s.retry_after_s,
         )
         tls = (s.tls_cert, s.tls_key) if s.tls_cert and s.tls_key else None
         try:

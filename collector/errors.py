@@ -1,8 +1,9 @@
 """Receiver errors and the ONE mapping from them to gRPC and HTTP statuses.
 
-Retryable conditions (queue full, database unavailable, shutting down) become UNAVAILABLE / 503
-with a retry delay, so exporters retry; permanent ones (undecodable body, too large, bad auth)
-use codes that exporters never retry. See shared/docs/otlp-receiver.md section 2.6.
+Retryable conditions (queue full, too many requests in flight, database unavailable, shutting
+down) become UNAVAILABLE / 503 with a retry delay, so exporters retry; permanent ones
+(undecodable body, too large, bad auth) use codes that exporters never retry. See
+shared/docs/otlp-receiver.md section 2.6.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ class RetryableError(ReceiverError):
 
 class QueueFull(RetryableError):
     reason = "queue_full"
+
+
+class TooManyRequests(RetryableError):
+    """More export requests in flight than ``--max-concurrent-requests``.
+
+    UNAVAILABLE + RetryInfo rather than RESOURCE_EXHAUSTED (what grpc's own
+    ``maximum_concurrent_rpcs`` answers, with no RetryInfo): the Collector's exporter treats the
+    latter as permanent and drops the data.
+    """
+
+    reason = "concurrency_limit"
 
 
 class StorageUnavailable(RetryableError):

@@ -36,6 +36,18 @@ class Metrics:
             ["transport", "status"],
             registry=r,
         )
+        self.in_flight = Gauge(
+            "toolscore_receiver_in_flight_requests",
+            "Export requests being read, decoded or stored (capped by --max-concurrent-requests).",
+            ["transport"],
+            registry=r,
+        )
+        self.throttled = Counter(
+            "toolscore_receiver_throttled_requests",
+            "Export requests refused, unread, because --max-concurrent-requests were in flight.",
+            ["transport"],
+            registry=r,
+        )
         self.truncated = Counter(
             "toolscore_receiver_truncated_values",
             "Attribute values shortened to the configured size limit.",

@@ -24,6 +24,7 @@ ENV_MAX_REQUEST_BYTES = "TOOLSCORE_MAX_REQUEST_BYTES"
 ENV_MAX_ATTRIBUTE_BYTES = "TOOLSCORE_MAX_ATTRIBUTE_BYTES"
 ENV_MAX_QUEUED_SPANS = "TOOLSCORE_MAX_QUEUED_SPANS"
 ENV_MAX_BATCH_SPANS = "TOOLSCORE_MAX_BATCH_SPANS"
+ENV_MAX_CONCURRENT_REQUESTS = "TOOLSCORE_MAX_CONCURRENT_REQUESTS"
 ENV_RETRY_AFTER = "TOOLSCORE_RETRY_AFTER"
 ENV_SHUTDOWN_GRACE = "TOOLSCORE_SHUTDOWN_GRACE"
 ENV_LOG_LEVEL = "TOOLSCORE_LOG_LEVEL"
@@ -34,6 +35,10 @@ DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # OTLP v1.11 recommendation
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
 DEFAULT_MAX_QUEUED_SPANS = 100_000
 DEFAULT_MAX_BATCH_SPANS = 20_000
+# Export requests read, decoded or being stored at once (both transports): the memory they hold
+# is at most this times --max-request-bytes (plus their decoded form). An SDK exporter sends one
+# request at a time and a Collector's exporter 10 (its sending_queue.num_consumers).
+DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 DEFAULT_RETRY_AFTER = 1.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
 OFF = "off"
@@ -67,6 +72,7 @@ class Settings:
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
     max_queued_spans: int = DEFAULT_MAX_QUEUED_SPANS
     max_batch_spans: int = DEFAULT_MAX_BATCH_SPANS
+    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
     retry_after_s: float = DEFAULT_RETRY_AFTER
     shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE
     log_level: str = "INFO"
@@ -132,6 +138,14 @@ class Settings:
             ),
             max_batch_spans=int(
                 num("max_batch_spans", ENV_MAX_BATCH_SPANS, DEFAULT_MAX_BATCH_SPANS, int)
+            ),
+            max_concurrent_requests=int(
+                num(
+                    "max_concurrent_requests",
+                    ENV_MAX_CONCURRENT_REQUESTS,
+                    DEFAULT_MAX_CONCURRENT_REQUESTS,
+                    int,
+                )
             ),
             retry_after_s=num("retry_after", ENV_RETRY_AFTER, DEFAULT_RETRY_AFTER, float),
             shutdown_grace_s=num(

@@ -84,6 +84,13 @@ def register(subparsers: Any) -> None:
         help="most spans per database transaction (env TOOLSCORE_MAX_BATCH_SPANS; default 20000)",
     )
     add(
+        "--max-concurrent-requests",
+        type=int,
+        metavar="N",
+        help="export requests handled at once, gRPC and HTTP together; more are told to retry "
+        "(env TOOLSCORE_MAX_CONCURRENT_REQUESTS; default 64)",
+    )
+    add(
         "--retry-after",
         type=float,
         metavar="SECONDS",

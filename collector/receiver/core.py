@@ -1,8 +1,10 @@
-"""What both transports do with a decoded request: store it, then build the OTLP response."""
+"""What both transports do with a request: admit it, store it, then build the OTLP response."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+from collections.abc import Iterator
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
@@ -14,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from collector.decode import DecodeLimits, decode_logs, decode_traces
-from collector.errors import RetryableError, Unauthenticated
+from collector.errors import RetryableError, TooManyRequests, Unauthenticated
 from collector.ingest import IngestWriter
 from collector.metrics import Metrics
 
@@ -28,11 +30,16 @@ class OtlpCore:
         limits: DecodeLimits,
         metrics: Metrics,
         auth_token: str | None = None,
+        max_concurrent_requests: int | None = None,
+        retry_after_s: float = 1.0,
     ) -> None:
         self._writer = writer
         self._limits = limits
         self._metrics = metrics
         self._expected_auth = f"Bearer {auth_token}".encode() if auth_token else None
+        self._max_in_flight = max_concurrent_requests  # None: no cap
+        self._in_flight = 0
+        self._retry_after_s = retry_after_s
 
     def check_auth(self, authorization: str | None) -> None:
         """Raise Unauthenticated unless ``authorization`` is ``Bearer <token>`` (when required)."""
@@ -42,6 +49,30 @@ class OtlpCore:
         # constant-time: the comparison must not reveal how much of the token matched
         if not given or not hmac.compare_digest(given, self._expected_auth):
             raise Unauthenticated("missing or invalid bearer token")
+
+    @contextlib.contextmanager
+    def slot(self, transport: str) -> Iterator[None]:
+        """Hold one of the ``max_concurrent_requests`` slots (shared by both transports) for
+        the body of the ``with``, or raise TooManyRequests at once when all are taken.
+
+        Transports take it *before* reading the request body, so that the memory held by
+        in-flight requests is bounded by the cap times the size limit, whatever the number of
+        clients: a refused request costs no more than its headers. Both receivers run on one
+        event loop, and nothing awaits between the test and the increment.
+        """
+        limit = self._max_in_flight
+        if limit is not None and self._in_flight >= limit:
+            self._metrics.throttled.labels(transport).inc()
+            raise TooManyRequests(
+                f"more than {limit} export requests in flight; retry later", self._retry_after_s
+            )
+        self._in_flight += 1
+        self._metrics.in_flight.labels(transport).inc()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self._metrics.in_flight.labels(transport).dec()
 
     async def export_traces(
         self, request: ExportTraceServiceRequest, transport: str

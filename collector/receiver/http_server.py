@@ -3,7 +3,8 @@
 Bodies are decompressed here (gzip, deflate/zlib), streaming, with the size limit applied to the
 decompressed bytes, so a small compression bomb is refused (413) without being inflated.
 Responses use the request's content type; errors carry a ``google.rpc.Status`` body and, when
-retryable, ``Retry-After``.
+retryable, ``Retry-After``. The concurrency cap (``OtlpCore.slot``) is checked before the body is
+read.
 """
 
 from __future__ import annotations
@@ -128,12 +129,15 @@ class HttpReceiver:
                     f"unsupported Content-Type {request.headers.get('Content-Type', '')!r}: "
                     f"use {PROTOBUF} or {JSON}"
                 )
-            body = await self._read_body(request)
-            message = parse_json(body) if is_json else parse_protobuf(body)
-            if signal == "traces":
-                response: Message = await self._core.export_traces(message, "http")
-            else:
-                response = await self._core.export_logs(message, "http")
+            # After the header checks (a bad token must stay a 401, never a retryable 503),
+            # before the body: a refused request's body is drained by aiohttp, not buffered.
+            with self._core.slot("http"):
+                body = await self._read_body(request)
+                message = parse_json(body) if is_json else parse_protobuf(body)
+                if signal == "traces":
+                    response: Message = await self._core.export_traces(message, "http")
+                else:
+                    response = await self._core.export_logs(message, "http")
             return _message_response(response, is_json, 200)
         except Exception as exc:
             return self._error(exc, is_json)

@@ -21,6 +21,14 @@ def test_defaults() -> None:
     assert s.grpc == Listen("127.0.0.1", 4317) and s.http == Listen("127.0.0.1", 4318)
     assert s.upgrade and not s.tls and s.auth_token is None
     assert s.max_request_bytes == 64 * 1024 * 1024
+    assert s.max_concurrent_requests == 64
+
+
+def test_concurrency_cap_from_flag_or_environment() -> None:
+    env = {"TOOLSCORE_MAX_CONCURRENT_REQUESTS": "8"}
+    assert Settings.from_args(_args(), env).max_concurrent_requests == 8
+    s = Settings.from_args(_args("--max-concurrent-requests", "3"), env)
+    assert s.max_concurrent_requests == 3
 
 
 def test_flags_beat_environment_beats_defaults() -> None:
@@ -62,6 +70,16 @@ def test_flags_beat_environment_beats_defaults() -> None:
         ([], {"TOOLSCORE_UPGRADE": "maybe"}, "TOOLSCORE_UPGRADE: expected true or false"),
         ([], {"TOOLSCORE_LOG_LEVEL": "loud"}, "log level must be"),
         (["--max-queued-spans", "10", "--max-batch-spans", "20"], {}, "cannot exceed"),
+        (
+            ["--max-concurrent-requests", "0"],
+            {},
+            "--max-concurrent-requests: must be greater than 0",
+        ),
+        (
+            [],
+            {"TOOLSCORE_MAX_CONCURRENT_REQUESTS": "many"},
+            "TOOLSCORE_MAX_CONCURRENT_REQUESTS: 'many' is not a valid int",
+        ),
     ],
 )
 def test_invalid_values_are_reported_with_their_source(
