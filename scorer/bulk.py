@@ -59,11 +59,17 @@ def _calls(raw: Any) -> list[dict[str, Any]] | None:
     """
     if type(raw) is not list:
         return None
-    for call in raw:
-        if type(call) is not dict or len(call) != 2 or type(call.get("name")) is not str:
-            return None
-        if type(call.get("args")) is not dict:
-            return None
+    try:  # subscripts, not .get(): this runs for every call (a missing key ends here)
+        for call in raw:
+            if (
+                type(call) is not dict
+                or len(call) != 2
+                or type(call["name"]) is not str
+                or type(call["args"]) is not dict
+            ):
+                return None
+    except KeyError:
+        return None
     return raw
 
 
@@ -73,33 +79,38 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
         return None
     predicted: list[dict[str, Any]] = []
     previous = ""  # Ragas's tool-message rules: see parse._read
-    for message in messages:
-        if type(message) is not dict or type(message.get("content")) is not str:
-            return None
-        if len(message) > 2:  # more than type and content (else the type check below fails)
-            metadata = message.get("metadata")
-            if metadata is not None and type(metadata) is not dict:
+    try:  # subscripts, not .get(): this runs for every message (a missing key ends here)
+        for message in messages:
+            if type(message) is not dict or type(message["content"]) is not str:
                 return None
-        kind = message.get("type")
-        if kind == "ai":
-            raw = message.get("tool_calls")
-            if raw:
-                calls = _calls(raw)
-                if calls is None:
+            kind = message["type"]
+            raw = None
+            if len(message) > 2:  # more than type and content
+                metadata = message.get("metadata")
+                if metadata is not None and type(metadata) is not dict:
                     return None
-                predicted += calls
-                previous = "ai+calls"
-            elif raw is None or raw == []:
-                previous = "ai"
+                if kind == "ai":
+                    raw = message.get("tool_calls")
+            if kind == "ai":
+                if raw:
+                    calls = _calls(raw)
+                    if calls is None:
+                        return None
+                    predicted += calls
+                    previous = "ai+calls"
+                elif raw is None or raw == []:
+                    previous = "ai"
+                else:
+                    return None
+            elif kind == "tool":
+                if previous != "ai+calls":
+                    return None
+            elif kind == "human":
+                previous = "human"
             else:
                 return None
-        elif kind == "tool":
-            if previous != "ai+calls":
-                return None
-        elif kind == "human":
-            previous = "human"
-        else:
-            return None
+    except KeyError:
+        return None
     return predicted
 
 

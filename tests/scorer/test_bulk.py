@@ -41,6 +41,8 @@ odd_calls = st.one_of(
     st.just({"name": 1, "args": {}}),
     st.just({"name": "a", "args": []}),
     st.just({"name": "a", "args": {}, "id": "call_1"}),  # extra keys: Ragas ignores them
+    st.just({"name": "a", "id": "call_1"}),  # two keys, no args
+    st.just({"args": {}, "id": "call_1"}),  # two keys, no name
     st.just([{"name": "a", "args": {}}]),  # a reference group
     st.just("a"),
 )
@@ -60,6 +62,9 @@ messages = st.one_of(
     st.just({"type": "human", "content": "q", "metadata": 3}),
     st.just({"type": "system", "content": "q"}),
     st.just({"content": "q", "tool_calls": []}),
+    st.just({"type": "human"}),
+    st.just({"content": "q"}),
+    st.just({"type": "ai", "content": "", "id": "m1"}),
 )
 
 
