@@ -184,25 +184,24 @@ def _accuracy(
         per_arg: dict[str, float] = {}
         if e_args:
             total = 0.0
+            lost: list[str] = []
             for key, value in e_args.items():
                 if key in g_args and str(g_args[key]) == str(value):
                     per_arg[key] = 1.0
                     total += 1.0
                 else:
                     per_arg[key] = 0.0
+                    lost.append(key)
             one = total / len(e_args)
-        else:
-            one = 0.0 if g_args else 1.0
-        score += one
-        pairs.append({"expected": i, "predicted": i, "name": name, "score": one, "args": per_arg})
-        if one < 1.0:
-            if e_args:
-                lost = [k for k, s in per_arg.items() if s < 1.0]
+            if lost:
                 reasons.append(
                     f"expected {_format_call(expected, lost)}, got {_format_call(got, lost)}"
                 )
-            else:
-                reasons.append(f"expected {name}() without arguments, got {_format_call(got)}")
+        else:  # not identical, so the prediction has arguments
+            one = 0.0
+            reasons.append(f"expected {name}() without arguments, got {_format_call(got)}")
+        score += one
+        pairs.append({"expected": i, "predicted": i, "name": name, "score": one, "args": per_arg})
     if n_p == n_r and not differ:
         return min(1.0, max(0.0, score / n_r)), {
             "predicted_count": n_p,
