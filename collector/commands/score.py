@@ -469,6 +469,8 @@ def _child(
         status = 1 if failed else 0
     except BrokenPipeError:
         status = _EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent reports it
+        status = 130
     except BaseException:
         import traceback
 
