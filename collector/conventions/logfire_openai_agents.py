@@ -14,18 +14,18 @@ the SDK's exported span data, with non-string values JSON-encoded and described 
   ``name``, ``arguments``) in the model's order.
 - ``Chat completion with {gen_ai.request.model!r}``: one Chat Completions call; ``input`` and
   ``output`` are OpenAI chat messages.
-- ``Handoff: {from_agent} → {to_agent}``: a handoff, which the model requested as a
-  ``transfer_to_<agent>`` call. Read as a run of that tool (named as the SDK names it by
-  default), so it attaches to the model's call when the response was recorded and still counts
-  when only tool spans were (a scripted model, or no sensitive data); ``serve --handoffs
-  exclude`` leaves it out. A handoff with a ``tool_name_override`` would count twice.
 - The root ``OpenAI Agents trace: {name}`` carries ``group_id`` (the SDK's thread id: a
-  conversation key) and ``agent_trace_id``. Agent, turn, task and guardrail spans carry no call.
+  conversation key) and ``agent_trace_id``.
+- Agent, turn, task, guardrail and handoff spans carry no call. A handoff counts through the
+  model's ``transfer_to_<agent>`` call in the response (``serve --handoffs exclude`` drops it);
+  the ``Handoff: {from_agent} → {to_agent}`` span names the agents, not the tool the model
+  called (which ``tool_name_override`` may rename), so it is not turned into a call, as
+  OpenInference's ``handoff to X`` spans are not: when only tool spans were recorded (a custom
+  model, or no sensitive data), handoffs are not seen.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,7 +50,6 @@ TEMPLATE = "logfire.msg_template"
 FUNCTION = "Function: {name}"
 RESPONSES = ("Responses API", "Responses API with {gen_ai.request.model!r}")
 CHAT = "Chat completion with {gen_ai.request.model!r}"
-HANDOFF = "Handoff: {from_agent} → {to_agent}"
 # the integration's templates (logfire >= 3); ``logfire.instrument_openai()`` uses others
 TEMPLATES = frozenset(
     {
@@ -58,7 +57,7 @@ TEMPLATES = frozenset(
         CHAT,
         *RESPONSES,
         "Agent run: {name!r}",
-        HANDOFF,
+        "Handoff: {from_agent} → {to_agent}",
         "Guardrail {name!r} {triggered=}",
         "Custom span: {name}",
         "MCP: list tools from server {server}",
@@ -92,11 +91,6 @@ def _value(attrs: Attributes, key: str, schema: Mapping[str, Any], *, encoded: b
         except ValueError:
             return value
     return value
-
-
-def handoff_tool_name(agent: str) -> str:
-    """The SDK's default handoff tool name (``Handoff.default_tool_name``)."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{agent}")).lower()
 
 
 def _response_messages(items: Any) -> tuple[Message, ...]:
@@ -170,18 +164,6 @@ class LogfireOpenAIAgents:
                     arguments=_value(attrs, "input", schema, encoded=False),
                     call_id=None,
                     result=None if output is None else as_text(output),
-                    failed=span.status_code == 2 or "error" in attrs,
-                )
-            ]
-        if template == HANDOFF and opt_str(attrs.get("to_agent")):
-            return [
-                ToolExecution(
-                    convention=self.name,
-                    trace_id=span.trace_id,
-                    span_id=span.span_id,
-                    start_ns=span.start_ns,
-                    name=handoff_tool_name(str(attrs["to_agent"])),
-                    arguments=None,  # not recorded (the model's call has them)
                     failed=span.status_code == 2 or "error" in attrs,
                 )
             ]

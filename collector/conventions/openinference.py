@@ -49,10 +49,13 @@ def _message(raw: object) -> Message | None:
             continue
         function = call.get("function")
         function = function if isinstance(function, Mapping) else {}
+        arguments = function.get("arguments")
+        if arguments is None and function.get("name"):
+            arguments = "{}"  # OpenAI / OpenAI Agents instrumentations leave out exactly "{}"
         calls.append(
             ToolCallRef(
                 name=str(function.get("name") or ""),
-                arguments=function.get("arguments"),
+                arguments=arguments,
                 call_id=opt_str(call.get("id")),
             )
         )

@@ -5,7 +5,10 @@ Usage: ``python -m tests.collector.conventions.openai_agents_app MODEL SINK SCEN
 - MODEL: ``scripted`` (a scripted :class:`agents.Model`: the SDK then records no model-call
   span, only tool spans), ``responses`` / ``chat`` (the SDK's own ``OpenAIResponsesModel`` /
   ``OpenAIChatCompletionsModel`` against a scripted local HTTP server, so the model calls are
-  recorded too), or ``responses-nocontent`` (``trace_include_sensitive_data=False``).
+  recorded too), or ``responses-nocontent`` (``trace_include_sensitive_data=False``). With an
+  ``openinference-`` prefix (``openinference-responses``), the SDK is traced by
+  ``openinference-instrumentation-openai-agents`` instead of Logfire, and each run sits in
+  ``using_session(group_id)`` (OpenInference does not export the group id).
 - SINK: a directory (each scenario's spans are written to SINK/NAME.json through the OTel SDK's
   in-memory exporter) or an ``http://`` URL (spans go to that OTLP/HTTP traces endpoint through
   the standard exporter; the scenario's conversation is its ``group_id``).
@@ -162,6 +165,15 @@ class FakeServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
 
+def seen(mode: str, name: str) -> list[Call]:
+    """The calls a trace of ``mode`` shows: with tool spans only (a scripted model, or no
+    sensitive data), a handoff is not seen (its span names agents, not the tool called)."""
+    calls = SCENARIOS[name][3]
+    if mode.endswith(("scripted", "nocontent")):
+        return [c for c in calls if not c["name"].startswith("transfer_to_")]
+    return calls
+
+
 def scripted_model(script: list[tuple[int, list[Call] | str]]) -> Any:
     from agents import Model, ModelResponse, Usage
     from openai.types.responses import (
@@ -228,29 +240,40 @@ def build_agents(model: Any) -> Any:
     )
 
 
-async def run_scenario(name: str, agent: Any, sensitive: bool) -> None:
+async def run_scenario(name: str, agent: Any, sensitive: bool, openinference: bool) -> None:
+    import contextlib
+
     from agents import RunConfig, Runner
 
     group_id, turns, _, _ = SCENARIOS[name]
     history: list[Any] = []
     for question in turns:  # one trace per turn, the conversation is the SDK's group id
+        session: Any = contextlib.nullcontext()
+        if openinference:
+            from openinference.instrumentation import using_session
+
+            session = using_session(group_id)
         config = RunConfig(group_id=group_id, trace_include_sensitive_data=sensitive)
-        result = await Runner.run(
-            agent, [*history, {"role": "user", "content": question}], run_config=config
-        )
+        with session:
+            result = await Runner.run(
+                agent, [*history, {"role": "user", "content": question}], run_config=config
+            )
         history = result.to_input_list()
         agent = result.last_agent if result.last_agent is not None else agent
 
 
-def main(model_kind: str, sink: str, names: list[str]) -> None:
-    import logfire
+def main(mode: str, sink: str, names: list[str]) -> None:
     from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel, set_trace_processors
     from openai import AsyncOpenAI
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from tests.collector.recording import save_recording, span_from_sdk
 
+    openinference = mode.startswith("openinference-")
+    model_kind = mode.removeprefix("openinference-")
     set_trace_processors([])  # no export to OpenAI's tracing backend
     memory = InMemorySpanExporter()
     processor: Any
@@ -260,13 +283,24 @@ def main(model_kind: str, sink: str, names: list[str]) -> None:
         processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=sink), schedule_delay_millis=100)
     else:
         processor = SimpleSpanProcessor(memory)
-    logfire.configure(
-        send_to_logfire=False,
-        console=False,
-        service_name="openai-agents-app",
-        additional_span_processors=[processor],
-    )
-    logfire.instrument_openai_agents()
+    if openinference:
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        provider = TracerProvider(resource=Resource.create({"service.name": "openai-agents-app"}))
+        provider.add_span_processor(processor)
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+        instrumentation = "openinference-instrumentation-openai-agents"
+    else:
+        import logfire
+
+        logfire.configure(
+            send_to_logfire=False,
+            console=False,
+            service_name="openai-agents-app",
+            additional_span_processors=[processor],
+        )
+        logfire.instrument_openai_agents()
+        instrumentation = "logfire.instrument_openai_agents()"
 
     server = FakeServer()
     client = AsyncOpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
@@ -281,17 +315,13 @@ def main(model_kind: str, sink: str, names: list[str]) -> None:
             else:
                 model = OpenAIResponsesModel("gpt-4o", client)
         memory.clear()
-        asyncio.run(run_scenario(name, build_agents(model), model_kind != "responses-nocontent"))
+        sensitive = model_kind != "responses-nocontent"
+        asyncio.run(run_scenario(name, build_agents(model), sensitive, openinference))
         if not sink.startswith("http"):
             spans = [span_from_sdk(s) for s in memory.get_finished_spans()]
-            note = (
-                "Recorded from openai-agents under logfire.instrument_openai_agents() "
-                f"({model_kind}); {name}."
-            )
-            save_recording(
-                Path(sink) / f"{name}.json", spans, note=note, expected=SCENARIOS[name][3]
-            )
-    logfire.force_flush()
+            note = f"Recorded from openai-agents under {instrumentation} ({model_kind}); {name}."
+            save_recording(Path(sink) / f"{name}.json", spans, note=note, expected=seen(mode, name))
+    processor.force_flush()
     processor.shutdown()
     server.httpd.shutdown()
 

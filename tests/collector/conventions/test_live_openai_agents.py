@@ -1,8 +1,8 @@
-"""The real OpenAI Agents SDK under ``logfire.instrument_openai_agents()`` reconstructs correctly.
+"""The real OpenAI Agents SDK, traced by Logfire or by OpenInference, reconstructs correctly.
 
-Each model kind runs in a fresh process (openai_agents_app.py; Logfire and the integration are
-global): the SDK's Responses and Chat Completions models against a scripted local server, a
-scripted ``agents.Model``, and the Responses model without sensitive data. No network. Set
+Each mode runs in a fresh process (openai_agents_app.py; the instrumentations are global): the
+SDK's Responses and Chat Completions models against a scripted local server, a scripted
+``agents.Model``, and the Responses model without sensitive data. No network. Set
 ``TOOLSCORE_RECORD=1`` to refresh the recordings read by test_logfire_openai_agents.py.
 """
 
@@ -18,9 +18,10 @@ import pytest
 
 pytest.importorskip("agents")
 pytest.importorskip("logfire")
+pytest.importorskip("openinference.instrumentation.openai_agents")
 
 from tests.collector.conventions.test_logfire_openai_agents import (
-    MODELS,
+    MODES,
     SCENARIOS,
     check,
     recording_path,
@@ -31,7 +32,7 @@ APP = "tests.collector.conventions.openai_agents_app"
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module", params=MODELS)
+@pytest.fixture(scope="module", params=MODES)
 def recorded(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[str, Path]:
@@ -52,5 +53,5 @@ def recorded(
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_live_run_reconstructs(recorded: tuple[str, Path], scenario: str) -> None:
-    model, outdir = recorded
-    check(model, scenario, load_recording(outdir / f"{scenario}.json"))
+    mode, outdir = recorded
+    check(mode, scenario, load_recording(outdir / f"{scenario}.json"))

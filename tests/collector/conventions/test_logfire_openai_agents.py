@@ -1,11 +1,13 @@
-"""Logfire's OpenAI Agents integration (``logfire.instrument_openai_agents()``), on recordings.
+"""The OpenAI Agents SDK traced by Logfire (``logfire.instrument_openai_agents()``, its own
+convention module) and by OpenInference, on recordings of the real SDK.
 
-The recordings come from the real SDK (openai-agents 0.20, logfire 5.4) run by
-``openai_agents_app.py`` (see test_live_openai_agents.py, ``TOOLSCORE_RECORD=1`` to refresh):
-the SDK's Responses and Chat Completions models against a scripted local server (model calls
-recorded, with call ids), a scripted ``agents.Model`` (only tool spans, no call ids) and the
-Responses model with ``trace_include_sensitive_data=False`` (names only). Those with model calls
-also run through the generic checks of test_recorded.py (Ragas parity, valid samples).
+The recordings come from openai-agents 0.20 under logfire 5.4 or
+openinference-instrumentation-openai-agents 2.6, run by ``openai_agents_app.py`` (see
+test_live_openai_agents.py; ``TOOLSCORE_RECORD=1`` refreshes them): the SDK's Responses and Chat
+Completions models against a scripted local server (model calls recorded, with call ids), a
+scripted ``agents.Model`` (only tool spans, no call ids) and the Responses model with
+``trace_include_sensitive_data=False`` (names only). Those with model calls also run through the
+generic checks of test_recorded.py (Ragas parity, valid samples).
 """
 
 from __future__ import annotations
@@ -17,56 +19,57 @@ from typing import Any
 import pytest
 
 from collector.conventions import REGISTRY
-from collector.conventions.logfire_openai_agents import (
-    TEMPLATES,
-    LogfireOpenAIAgents,
-    handoff_tool_name,
-)
+from collector.conventions.logfire_openai_agents import TEMPLATES, LogfireOpenAIAgents
 from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
 from collector.model import SpanRecord
 from collector.reconstruct import Reconstruction, reconstruct
+from tests.collector.conventions.openai_agents_app import SCENARIOS as SCRIPTS
+from tests.collector.conventions.openai_agents_app import seen
 from tests.collector.recording import RECORDED, Recording, load_recording
 
-OWN = RECORDED / "openai-agents-logfire"  # without model calls: not for the generic checks
-MODELS = ["responses", "chat", "scripted", "responses-nocontent"]
-SCENARIOS = ["parallel", "multi-turn", "handoff"]
-GROUP = {s: f"thread-{s}" for s in SCENARIOS}
+OWN = RECORDED / "openai-agents"  # tool spans only: not for the generic checks
+KINDS = ["responses", "chat", "scripted", "responses-nocontent"]
+MODES = [*KINDS, *(f"openinference-{k}" for k in KINDS)]
+SCENARIOS = list(SCRIPTS)
+GROUP = {s: SCRIPTS[s][0] for s in SCENARIOS}
 
 
-def recording_path(model: str, scenario: str) -> Path:
-    if model in ("responses", "chat"):
-        return RECORDED / f"openai-agents-logfire-{model}-{scenario}.json"
-    return OWN / f"{model}-{scenario}.json"
+def recording_path(mode: str, scenario: str) -> Path:
+    instrumentation = "openinference" if mode.startswith("openinference-") else "logfire"
+    kind = mode.removeprefix("openinference-")
+    if kind in ("responses", "chat"):
+        return RECORDED / f"openai-agents-{instrumentation}-{kind}-{scenario}.json"
+    return OWN / f"{instrumentation}-{kind}-{scenario}.json"
 
 
 def _calls(result: Reconstruction) -> list[dict[str, Any]]:
     return [{"name": c.name, "args": c.arguments or {}} for c in result.tool_calls]
 
 
-def check(model: str, scenario: str, recording: Recording) -> None:
+def check(mode: str, scenario: str, recording: Recording) -> None:
     """What each kind of run must reconstruct to (shared with the live test)."""
-    spans, logs, expected = recording
+    spans, logs, recorded_expectation = recording
+    expected = seen(mode, scenario)
+    assert recorded_expectation == expected
     result = reconstruct(spans, logs)
-    assert {c.convention for c in result.tool_calls} == {"logfire_openai_agents"}
+    openinference = mode.startswith("openinference-")
+    convention = "openinference" if openinference else "logfire_openai_agents"
+    assert {c.convention for c in result.tool_calls} == {convention}
     traces = {s.trace_id for s in spans}
     assert len(traces) == (2 if scenario == "multi-turn" else 1)
-    for trace in traces:  # the SDK's group id names the conversation, on the root span only
+    for trace in traces:  # Logfire: the SDK's group id (root span); OpenInference: session.id
         mine = [s for s in spans if s.trace_id == trace]
         assert conversation_id_for_trace(mine, DEFAULT_CONVERSATION_KEYS) == GROUP[scenario]
-    names = [c["name"] for c in expected]
-    if model == "responses-nocontent":  # tool spans without input: names only, flagged
-        assert [c.name for c in result.tool_calls] == names
+    if mode.endswith("nocontent"):  # tool spans without input: names only, flagged
+        assert [c.name for c in result.tool_calls] == [c["name"] for c in expected]
         assert all(c.arguments is None and not c.arguments_ok for c in result.tool_calls)
         assert len(result.warnings) == len(expected)
         return
     assert _calls(result) == expected
-    if model == "scripted":  # tool spans only: no call ids, no user message
-        assert all(c.call_id is None for c in result.tool_calls)
-        handoffs = [c for c in result.tool_calls if c.name.startswith("transfer_to_")]
-        assert all(not c.arguments_ok for c in handoffs)  # a handoff span has no arguments
-        assert len(result.warnings) == len(handoffs)
-        return
     assert result.warnings == ()
+    if mode.endswith("scripted"):  # tool spans only: no call ids, no user message
+        assert all(c.call_id is None for c in result.tool_calls)
+        return
     assert len({c.call_id for c in result.tool_calls}) == len(expected)  # each call once
     assert all(c.call_id and c.call_id.startswith("call_") for c in result.tool_calls)
     per_turn = {"parallel": [2], "multi-turn": [1, 1], "handoff": [2]}[scenario]
@@ -78,30 +81,27 @@ def check(model: str, scenario: str, recording: Recording) -> None:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("model", MODELS)
-def test_recording(model: str, scenario: str) -> None:
-    check(model, scenario, load_recording(recording_path(model, scenario)))
+@pytest.mark.parametrize("mode", MODES)
+def test_recording(mode: str, scenario: str) -> None:
+    check(mode, scenario, load_recording(recording_path(mode, scenario)))
 
 
-def test_handoffs_can_be_left_out() -> None:
-    for model in ("responses", "chat", "scripted"):
-        spans, logs, _ = load_recording(recording_path(model, "handoff"))
-        assert [c.name for c in reconstruct(spans, logs).tool_calls] == [
-            "lookup_invoice",
-            "transfer_to_billing",
-        ]
-        result = reconstruct(spans, logs, handoffs=False)
-        assert [c.name for c in result.tool_calls] == ["lookup_invoice"]
-        if model != "scripted":
-            assert [m["type"] for m in result.messages] == ["human", "ai", "tool", "ai"]
-
-
-def test_the_handoff_span_attaches_to_the_models_transfer_call() -> None:
-    spans, logs, _ = load_recording(recording_path("responses", "handoff"))
-    transfer = reconstruct(spans, logs).tool_calls[1]
-    span = next(s for s in spans if s.span_id == transfer.span_id)
-    assert span.attributes["logfire.msg_template"] == "Handoff: {from_agent} → {to_agent}"
-    assert transfer.call_id == "call_0_1"
+@pytest.mark.parametrize(
+    "mode", ["responses", "chat", "openinference-responses", "openinference-chat"]
+)
+def test_handoffs_count_once_and_can_be_left_out(mode: str) -> None:
+    spans, logs, _ = load_recording(recording_path(mode, "handoff"))
+    included = reconstruct(spans, logs)
+    assert _calls(included) == [
+        {"name": "lookup_invoice", "args": {"number": 7}},
+        {"name": "transfer_to_billing", "args": {}},  # OpenInference leaves "{}" out
+    ]
+    assert included.tool_calls[1].arguments_ok
+    handoff_spans = [s for s in spans if s.name.startswith(("handoff to", "Handoff:"))]
+    assert len(handoff_spans) == 1  # seen, and not a second call
+    excluded = reconstruct(spans, logs, handoffs=False)
+    assert [c.name for c in excluded.tool_calls] == ["lookup_invoice"]
+    assert [m["type"] for m in excluded.messages] == ["human", "ai", "tool", "ai"]
 
 
 def test_every_span_of_the_integration_is_claimed_by_this_module() -> None:
@@ -201,9 +201,3 @@ def test_response_items_group_parallel_calls_and_skip_server_side_tools() -> Non
         ("g", "x", "b"),
     ]
     assert exchange.response_id == "resp_9"  # type: ignore[union-attr]
-
-
-def test_handoff_tool_names_follow_the_sdk() -> None:
-    assert handoff_tool_name("billing") == "transfer_to_billing"
-    assert handoff_tool_name("Billing Agent") == "transfer_to_billing_agent"
-    assert handoff_tool_name("Refunds-EU") == "transfer_to_refunds_eu"
