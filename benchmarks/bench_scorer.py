@@ -179,9 +179,9 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             t1 = clock()
             predicted = bulk._predicted(obj["user_input"])
             t2 = clock()
-            bulk._accuracy(predicted, obj["reference_tool_calls"], {})  # type: ignore[arg-type]
+            bulk._accuracy(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
             t3 = clock()
-            bulk._f1(predicted, obj["reference_tool_calls"], {})  # type: ignore[arg-type]
+            bulk._f1(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
             t4 = clock()
             row = bulk.fast_row(plan, obj)
             t5 = clock()

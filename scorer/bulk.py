@@ -136,21 +136,11 @@ def _format_call(call: dict[str, Any], keys: list[str] | None = None) -> str:
     return f"{call['name']}({', '.join(parts)})"
 
 
-def _whole(call: dict[str, Any], memo: dict[int, str]) -> str:
-    """``_format_call(call)``, once per call and row (accuracy and F1 both name missed calls)."""
-    text = memo.get(id(call))
-    if text is None:
-        text = memo[id(call)] = _format_call(call)
-    return text
-
-
 def _names(calls: list[dict[str, Any]]) -> str:
     return "[" + ", ".join([c["name"] for c in calls]) + "]"
 
 
-def _accuracy(
-    pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
-) -> tuple[float, Row]:
+def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Row]:
     """``ToolCallAccuracy._evaluate_default`` in strict order, on dicts (both lists non-empty).
 
     Strict pairs are (i, i): the unmatched calls are the positions whose names differ and
@@ -224,9 +214,9 @@ def _accuracy(
     unmatched_expected = differ + list(range(i + 1, n_r))
     unmatched_predicted = differ + list(range(i + 1, n_p))
     for r in unmatched_expected:
-        reasons.append(f"expected {_whole(ref[r], memo)} was not matched by any call")
+        reasons.append(f"expected {_format_call(ref[r])} was not matched by any call")
     for p in unmatched_predicted:
-        reasons.append(f"unexpected call {_whole(pred[p], memo)}")
+        reasons.append(f"unexpected call {_format_call(pred[p])}")
     return 0.0, {
         "predicted_count": n_p,
         "expected_count": n_r,
@@ -268,9 +258,7 @@ def _ratios(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     return found
 
 
-def _f1(
-    pred: list[dict[str, Any]], ref: list[dict[str, Any]], memo: dict[int, str]
-) -> tuple[float, Row]:
+def _f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Row]:
     """``ToolCallF1.evaluate`` on plain call dicts."""
     expected, actual = _distinct(ref), _distinct(pred)
     missing: list[dict[str, Any]] = []
@@ -283,11 +271,11 @@ def _f1(
     precision, recall, f1 = _RATIOS.get((tp, fp, fn)) or _ratios(tp, fp, fn)
     reasons: list[str] = []
     for call in missing:
-        reasons.append(f"expected {_whole(call, memo)} was not called")
+        reasons.append(f"expected {_format_call(call)} was not called")
     if fp:
         for call in actual:
             if call not in expected:
-                reasons.append(f"unexpected call {_whole(call, memo)}")
+                reasons.append(f"unexpected call {_format_call(call)}")
     return f1, {
         "true_positives": tp,
         "false_positives": fp,
@@ -411,12 +399,11 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
             row[name] = _f1_value(pred, ref) if is_f1 else _accuracy_value(pred, ref)
         return row
     explanations = {}
-    memo: dict[int, str] = {}
     for name, is_f1 in plan:
         if is_f1:
-            row[name], explanations[name] = _f1(pred, ref, memo)
+            row[name], explanations[name] = _f1(pred, ref)
         else:
-            row[name], explanations[name] = _accuracy(pred, ref, memo)
+            row[name], explanations[name] = _accuracy(pred, ref)
     row["details"] = explanations
     return row
 
