@@ -8,13 +8,14 @@ They are registered as stream-unary handlers (the same thing on the wire as the 
 exporters make: one request message, one response), because grpc.aio reads a unary request's
 whole message before calling the handler: a call refused by the concurrency cap would still
 have cost its full size in memory. A stream handler checks the cap first and reads the message
-only once admitted (30 concurrent 16 MiB calls, cap 1: 119 MB peak RSS instead of 656 MB).
+only once admitted (a bare grpc.aio server, 30 concurrent 16 MiB calls, cap 1: 119 MB peak
+RSS instead of 656 MB).
 
 What grpc core buffers of a call nobody reads yet is bounded by the HTTP/2 stream window. By
 default BDP probing grows that window until a whole message fits, so while the event loop was
 busy with an admitted call, refused calls could still be buffered whole (16 concurrent 16 MiB
-calls, cap 1: 92-230 MB peak growth). A fixed 1 MiB window bounds each to about that (~50-65
-MB), and on this machine's loopback moved the same MB/s (noise level); over a 100 ms link it
+calls, cap 1: 92-230 MB peak growth). A fixed 1 MiB window bounds each to about that (47-65
+MB in all), and on this machine's loopback moved the same MB/s (noise level); over a 100 ms link it
 still allows ~10 MB/s per call, more than ingest stores (benchmarks/bench_inflight_memory.py).
 """
 
