@@ -36,9 +36,11 @@ _CHUNK_BYTES = 64 << 10
 #: larger ones when forking, so that a fork (~1-3 ms) is paid once per ~20,000 samples.
 _SEGMENT_BYTES = 1 << 20
 _FORKED_SEGMENT_BYTES = 16 << 20
-#: Below this many lines per process, forking another does not pay: a fork and its collection
-#: cost ~2-3 ms of CPU, ~200 lines' worth, and nothing is gained when the other core is busy.
-_MIN_LINES_PER_PROCESS = 1000
+#: Below this many bytes of input per process, forking another does not pay: a fork and its
+#: collection cost ~2-3 ms of CPU (1 MiB is ~1,400 of the benchmark's samples, ~20 ms of work),
+#: and nothing is gained when the other core is busy. Bytes, not lines: counting lines before
+#: the fork would cost ~0.4 ms per MiB on the critical path.
+_MIN_BYTES_PER_PROCESS = 1 << 20
 #: One process per core (up to 4) for regular files of enough lines.
 _DEFAULT_JOBS = 0
 
@@ -75,7 +77,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=(
             "processes scoring a regular file (default 0: one per core, up to 4; 1: this one "
-            f"only); each gets at least {_MIN_LINES_PER_PROCESS} lines"
+            f"only); each gets at least {_MIN_BYTES_PER_PROCESS >> 20} MiB"
         ),
     )
     parser.set_defaults(handler=_handle)
@@ -322,7 +324,7 @@ def _blocks(job: _Job, source: IO[bytes], jobs: int, out: IO[bytes]) -> Iterator
     for start, data in _segments(
         source, number, _FORKED_SEGMENT_BYTES if jobs > 1 else _SEGMENT_BYTES
     ):
-        processes = min(jobs, data.count(b"\n") // _MIN_LINES_PER_PROCESS)
+        processes = min(jobs, len(data) // _MIN_BYTES_PER_PROCESS)
         if processes > 1 and hasattr(os, "fork"):
             yield from _forked(job, start, data, processes, out)
         else:
@@ -339,14 +341,15 @@ def _is_regular(source: IO[bytes]) -> bool:
 def _segments(source: IO[bytes], number: int, size: int) -> Iterator[tuple[int, bytes]]:
     """Whole lines of a regular file in blocks of about ``size`` bytes, with the number of each
     block's first line."""
-    while True:
-        data = source.read(size)
-        if not data:
-            return
+    data = source.read(size)
+    while data:
         if not data.endswith(b"\n"):
             data += source.readline()
         yield number, data
-        number += data.count(b"\n")
+        following = source.read(size)
+        if following:  # lines are counted only when a block follows (the count takes time)
+            number += data.count(b"\n")
+        data = following
 
 
 def _scored(job: _Job, start: int, data: bytes, begin: int = 0, end: int = -1) -> Iterator[Block]:
@@ -393,7 +396,6 @@ def _forked(job: _Job, start: int, data: bytes, processes: int, out: IO[bytes]) 
     cuts.append(len(data))
     children: list[tuple[int, int, int, int]] = []  # pid, report (read end), turn, input bytes
     try:
-        number = start + data.count(b"\n", 0, cuts[1])
         for begin, end in pairwise(cuts[1:]):
             report_r, report_w = os.pipe()
             turn_r, turn_w = os.pipe()
@@ -401,11 +403,10 @@ def _forked(job: _Job, start: int, data: bytes, processes: int, out: IO[bytes]) 
             if pid == 0:  # pragma: no cover (runs in the child; the tests check its output)
                 for fd in (report_r, turn_w, *(f for c in children for f in c[1:3])):
                     os.close(fd)  # so that each pipe's end has one holder
-                _child(job, number, data, begin, end, report_w, turn_r, direct)
+                _child(job, start, data, begin, end, report_w, turn_r, direct)
             os.close(report_w)
             os.close(turn_r)
             children.append((pid, report_r, turn_w, end - begin))
-            number += data.count(b"\n", begin, end)
         yield from _scored(job, start, data, 0, cuts[1])
         while children:
             pid, report_r, turn_w, size = children.pop(0)
@@ -447,9 +448,14 @@ def _child(
     turn_r: int,
     direct: int | None,
 ) -> NoReturn:  # pragma: no cover (runs in the child)
-    """A forked process's work (see :func:`_forked`); never returns."""
+    """A forked process's work (see :func:`_forked`); never returns.
+
+    ``start`` is the number of the block's first line: the child counts the lines before its
+    share itself, while its parent already scores.
+    """
     status = 70
     try:
+        start += data.count(b"\n", 0, begin)
         failed = False
         count = 0
         blocks = []

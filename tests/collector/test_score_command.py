@@ -49,6 +49,12 @@ GOOD = sample("good", [SEARCH, FILTER], [SEARCH, FILTER])
 SWAPPED = sample("swapped", [FILTER, SEARCH], [SEARCH, FILTER])
 
 
+def padded(base: dict[str, Any], i: int) -> dict[str, Any]:
+    """``base`` with id ``i`` and a 1 kB question: files of these fork (1 MiB per process)."""
+    question = {"type": "human", "content": "x" * 1000}
+    return dict(base, id=i, user_input=[question, *base["user_input"][1:]])
+
+
 def outputs(result: subprocess.CompletedProcess) -> list[dict[str, Any]]:
     return [json.loads(line) for line in result.stdout.decode().splitlines()]
 
@@ -190,7 +196,7 @@ def test_integers_beyond_64_bits_and_nan_are_read_as_python_json_reads_them(tmp_
 
 
 def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path):
-    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(2500)]
+    lines: list[Any] = [padded(GOOD, i) if i % 3 else padded(SWAPPED, i) for i in range(2500)]
     lines[1700] = "{broken"
     path = write_jsonl(tmp_path / "many.jsonl", lines)
     single = toolscore("--jobs", "1", str(path))
@@ -335,7 +341,7 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
 
     from collector.commands import score
 
-    lines: list[Any] = [dict(GOOD, id=i) if i % 3 else dict(SWAPPED, id=i) for i in range(3500)]
+    lines: list[Any] = [padded(GOOD, i) if i % 3 else padded(SWAPPED, i) for i in range(3500)]
     lines[3100] = "{broken"  # in the third share
     lines[1200:1201] = ["", "   "]  # blank lines count as lines
     path = write_jsonl(tmp_path / "many.jsonl", lines)
@@ -354,7 +360,7 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
 
 @pytest.mark.parametrize("share", [0.01, 0.75])  # closed while this process / a child writes
 def test_a_closed_output_pipe_stops_quietly_with_forked_processes(tmp_path, share):
-    path = write_jsonl(tmp_path / "many.jsonl", [GOOD] * 4000)
+    path = write_jsonl(tmp_path / "many.jsonl", [padded(GOOD, i) for i in range(4000)])
     size = len(toolscore("--jobs", "1", str(path)).stdout)
     command = " ".join([*COMMAND, "score", "--jobs", "2", str(path)])
     result = subprocess.run(
