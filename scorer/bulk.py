@@ -93,10 +93,10 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
                     raw = message.get("tool_calls")
             if kind == "ai":
                 if raw:
-                    calls = _calls(raw)
-                    if calls is None:
+                    if _calls(raw) is None:
                         return None
-                    predicted += calls
+                    # the first message's list itself (the decoded sample is not shared)
+                    predicted = predicted + raw if predicted else raw
                     previous = "ai+calls"
                 elif raw is None or raw == []:
                     previous = "ai"

@@ -101,7 +101,7 @@ def samples(draw: st.DrawFn) -> Any:
         predicted = [dict(c) if isinstance(c, dict) else c for c in reference]
     elif how == "retype":  # equal (==) arguments of other types: str() tells them apart
         predicted = [
-            {"name": c["name"], "args": {k: _retype(v) for k, v in c["args"].items()}}
+            {"name": c.get("name"), "args": {k: _retype(v) for k, v in c["args"].items()}}
             if isinstance(c, dict) and isinstance(c.get("args"), dict)
             else c
             for c in reference
