@@ -375,3 +375,130 @@ def test_a_closed_output_pipe_stops_quietly_with_forked_processes(tmp_path, shar
     assert result.stderr == b""
     assert int(result.stdout) == int(size * share)
     assert result.returncode == 1  # stopped early: not every line was written
+
+
+def _reference_output(lines: list[bytes], details: bool) -> tuple[bytes, int]:
+    """What the command must write, by the general path alone and Python's json: each line
+    (with its newline, as files are read) decoded by json.loads, scored by scorer.rows (a
+    {"samples": [...]} line sample by sample)."""
+    from scorer import default_config
+    from scorer.rows import error_row, score_row
+
+    config = default_config()
+    out: list[bytes] = []
+    failed = False
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw + b"\n")
+        except ValueError as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                problem = f"{exc.msg} at column {exc.colno}" if exc.lineno == 1 else str(exc)
+            else:
+                problem = str(exc)
+            out.append(_encoded(error_row(config, f"line {number}: not valid JSON: {problem}")))
+            failed = True
+            continue
+        items = [(f"line {number}", obj)]
+        if type(obj) is dict and "user_input" not in obj and type(obj.get("samples")) is list:
+            items = [(f"line {number}, sample {i}", s) for i, s in enumerate(obj["samples"], 1)]
+        for where, one in items:
+            row, ok = score_row(config, one, where=where, details=details)
+            failed = failed or not ok
+            out.append(_encoded(row))
+    return b"".join(out), int(failed)
+
+
+def _encoded(row: Any) -> bytes:
+    import orjson
+
+    try:
+        return orjson.dumps(row) + b"\n"
+    except TypeError:
+        return json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _line_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    from tests.scorer.test_bulk import samples
+
+    odd = st.sampled_from(
+        [
+            b"{broken",
+            b"[1, 2]",
+            b'"x"',
+            b"",
+            b"   ",
+            b"\t\x0b",
+            b'{"a": ',
+            b"\xff\xfe",
+            b"nul",
+            b"1" * 25,
+            b"-" + b"9" * 20,
+            b"{}",
+            b'{"samples": 3}',
+            b'{"samples": []}',
+            b'{"id": 1,\r"user_input": []}',
+            b"NaN",
+        ]
+    )
+    sample_line = samples().map(lambda s: json.dumps(s).encode())
+    wrapper = st.lists(samples(), max_size=3).map(lambda s: json.dumps({"samples": s}).encode())
+    return st.one_of(sample_line, sample_line, odd, wrapper)
+
+
+def _run_lines(lines: list[bytes], details: bool, tmp_dir: Path, jobs: int) -> tuple[bytes, int]:
+    import io
+
+    from collector.commands import score
+
+    data = b"\n".join([json.dumps(GOOD).encode(), *lines]) + b"\n"
+    path = tmp_dir / "lines.jsonl"
+    path.write_bytes(data)
+    out = io.BytesIO()
+    with path.open("rb") as source:
+        status = score.run(score._Job(None, details), source, out, jobs=jobs)
+    streamed = io.BytesIO()  # the same bytes through the pipe/stdin path
+    assert score.run(score._Job(None, details), io.BytesIO(data), streamed) == status
+    assert streamed.getvalue() == out.getvalue()
+    return out.getvalue(), status
+
+
+def test_the_command_writes_what_the_general_path_and_json_give(tmp_path, monkeypatch):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from collector.commands import score
+
+    # Tiny blocks and chunks, so that their boundaries fall everywhere.
+    monkeypatch.setattr(score, "_SEGMENT_BYTES", 1500)
+    monkeypatch.setattr(score, "_CHUNK_BYTES", 300)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(_line_strategy(), max_size=12), st.booleans())
+    def check(lines: list[bytes], details: bool) -> None:
+        expected = _reference_output([json.dumps(GOOD).encode(), *lines], details)
+        assert _run_lines(lines, details, tmp_path, jobs=1) == expected
+
+    check()
+
+
+def test_forked_shares_write_what_one_process_writes(tmp_path, monkeypatch):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from collector.commands import score
+
+    monkeypatch.setattr(score, "_FORKED_SEGMENT_BYTES", 4000)
+    monkeypatch.setattr(score, "_CHUNK_BYTES", 300)
+    monkeypatch.setattr(score, "_MIN_BYTES_PER_PROCESS", 500)  # fork for small inputs too
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(_line_strategy(), min_size=4, max_size=16), st.booleans(), st.integers(2, 3))
+    def check(lines: list[bytes], details: bool, jobs: int) -> None:
+        expected = _reference_output([json.dumps(GOOD).encode(), *lines], details)
+        assert _run_lines(lines, details, tmp_path, jobs=jobs) == expected
+
+    check()
