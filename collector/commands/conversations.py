@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from collector.commands._table import clip, format_call, format_score, format_time, render_table
 from collector.commands.common import add_db_argument, open_migrated_database
+from collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -46,6 +48,13 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
+    )
+    show.add_argument(
+        "--handoffs",
+        choices=HANDOFF_CHOICES,
+        default=None,
+        help="rebuild the messages with handoffs to other agents (transfer_to_* calls) included or "
+        f"excluded, as serve --handoffs scored them (env {ENV_HANDOFFS}; default include)",
     )
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
@@ -166,13 +175,21 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    handoffs = args.handoffs or os.environ.get(ENV_HANDOFFS, "").strip().lower() or "include"
+    if handoffs not in HANDOFF_CHOICES:
+        _error(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
+        return 2
     engine = _open(args)
     if engine is None:
         return 1
     try:
         with engine.connect() as conn:
             data = _load(
-                conn, args.conversation, revision=args.revision, messages=not args.no_messages
+                conn,
+                args.conversation,
+                revision=args.revision,
+                messages=not args.no_messages,
+                handoffs=handoffs == "include",
             )
     finally:
         engine.dispose()
@@ -190,7 +207,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _load(
-    conn: Connection, conversation_id: str, *, revision: int | None, messages: bool
+    conn: Connection,
+    conversation_id: str,
+    *,
+    revision: int | None,
+    messages: bool,
+    handoffs: bool = True,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from sqlalchemy import func, select
@@ -284,11 +306,13 @@ def _load(
         ],
     }
     if messages:
-        data["messages"] = _messages(conn, conversation_id)
+        data["messages"] = _messages(conn, conversation_id, handoffs=handoffs)
     return data
 
 
-def _messages(conn: Connection, conversation_id: str) -> list[dict[str, Any]] | None:
+def _messages(
+    conn: Connection, conversation_id: str, *, handoffs: bool = True
+) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
     from sqlalchemy import select
 
@@ -306,7 +330,8 @@ def _messages(conn: Connection, conversation_id: str) -> list[dict[str, Any]] | 
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    return [dict(m) for m in reconstruct(spans, load_logs(conn, trace_ids)).messages]
+    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), handoffs=handoffs)
+    return [dict(m) for m in rebuilt.messages]
 
 
 def _flat_reference(reference: Any) -> list[str]:

@@ -11,6 +11,7 @@ written from the script (``toolscore score``).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,36 @@ def test_handoffs_left_out_by_the_server_option(db_url: str, mode: str) -> None:
         scores = current_scores(db_url, "thread-handoff")
     assert scores == ragas_scores(ragas_sample(QUESTION, [[LOOKUP]], [LOOKUP]))
     assert scores == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+
+
+def _shown_calls(db_url: str, conversation: str, *options: str) -> list[str]:
+    """The tool calls of ``toolscore show --json``'s rebuilt messages, in order."""
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "collector",
+            "show",
+            conversation,
+            "--db",
+            db_url,
+            "--json",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    messages = json.loads(shown.stdout)["messages"]
+    return [c["name"] for m in messages for c in m.get("tool_calls", [])]
+
+
+def test_show_rebuilds_messages_with_the_servers_handoff_setting(db_url: str) -> None:
+    _expect_all(db_url)
+    with _server(db_url, include_handoffs=False) as srv:
+        _run("responses", srv)
+        wait_scored(db_url, list(REFERENCES))
+    assert _shown_calls(db_url, "thread-handoff", "--handoffs", "exclude") == [LOOKUP["name"]]
+    included = _shown_calls(db_url, "thread-handoff")  # default: include
+    assert included == [LOOKUP["name"], TRANSFER["name"]]
