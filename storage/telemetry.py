@@ -260,10 +260,6 @@ def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
     return row
 
 
-def span_from_row(row: Mapping[Any, Any]) -> SpanRecord:
-    return _span_from_values(*(row[name] for name in _SPAN_READ_COLUMNS))
-
-
 # The columns a SpanRecord is rebuilt from, in _span_from_values's parameter order.
 _SPAN_READ_COLUMNS: tuple[str, ...] = (
     "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
@@ -19,6 +19,7 @@ from collector.decode import DecodeLimits, decode_logs, decode_traces
 from collector.errors import RetryableError, TooManyRequests, Unauthenticated
 from collector.ingest import IngestWriter
 from collector.metrics import Metrics
+from collector.model import LogRecordData, SpanRecord
 
 
 class OtlpCore:
@@ -74,21 +75,38 @@ class OtlpCore:
             self._in_flight -= 1
             self._metrics.in_flight.labels(transport).dec()
 
+    async def _store(
+        self,
+        signal: str,
+        transport: str,
+        spans: Sequence[SpanRecord],
+        logs: Sequence[LogRecordData],
+        truncated_values: int,
+        rejected: int,
+    ) -> None:
+        """Submit one decoded request's items (acknowledged only once committed) and count
+        them: truncated values, then refused, or accepted and rejected ones."""
+        items = len(spans) + len(logs)
+        if truncated_values:
+            self._metrics.truncated.labels(signal).inc(truncated_values)
+        try:
+            await self._writer.submit(spans, logs)
+        except RetryableError as exc:
+            self._metrics.refused.labels(signal, transport, exc.reason).inc(items)
+            raise
+        self._metrics.accepted.labels(signal, transport).inc(items)
+        if rejected:
+            self._metrics.rejected.labels(signal, transport).inc(rejected)
+
     async def export_traces(
         self, request: ExportTraceServiceRequest, transport: str
     ) -> ExportTraceServiceResponse:
         decoded = decode_traces(request, self._limits)
-        if decoded.truncated_values:
-            self._metrics.truncated.labels("traces").inc(decoded.truncated_values)
-        try:
-            await self._writer.submit(decoded.spans)
-        except RetryableError as exc:
-            self._metrics.refused.labels("traces", transport, exc.reason).inc(len(decoded.spans))
-            raise
-        self._metrics.accepted.labels("traces", transport).inc(len(decoded.spans))
+        await self._store(
+            "traces", transport, decoded.spans, (), decoded.truncated_values, decoded.rejected
+        )
         response = ExportTraceServiceResponse()
         if decoded.rejected:
-            self._metrics.rejected.labels("traces", transport).inc(decoded.rejected)
             response.partial_success.rejected_spans = decoded.rejected
             response.partial_success.error_message = decoded.error_message
         return response
@@ -97,17 +115,11 @@ class OtlpCore:
         self, request: ExportLogsServiceRequest, transport: str
     ) -> ExportLogsServiceResponse:
         decoded = decode_logs(request, self._limits)
-        if decoded.truncated_values:
-            self._metrics.truncated.labels("logs").inc(decoded.truncated_values)
-        try:
-            await self._writer.submit((), decoded.records)
-        except RetryableError as exc:
-            self._metrics.refused.labels("logs", transport, exc.reason).inc(len(decoded.records))
-            raise
-        self._metrics.accepted.labels("logs", transport).inc(len(decoded.records))
+        await self._store(
+            "logs", transport, (), decoded.records, decoded.truncated_values, decoded.rejected
+        )
         response = ExportLogsServiceResponse()
         if decoded.rejected:
-            self._metrics.rejected.labels("logs", transport).inc(decoded.rejected)
             response.partial_success.rejected_log_records = decoded.rejected
             response.partial_success.error_message = decoded.error_message
         return response
