@@ -31,9 +31,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from storage import migrate
-from storage.engine import create_engine
-from storage.expectations import (
+from toolscore.storage import migrate
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import (
     ExpectationData,
     find_by_id,
     import_expectations,

@@ -83,7 +83,7 @@ class Server:
     def __init__(self, db: Path, cap: int, max_request_mib: int) -> None:
         self.db = db
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "collector", "serve", "--db", f"sqlite:///{db}",
+            [sys.executable, "-m", "toolscore", "serve", "--db", f"sqlite:///{db}",
              "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--no-scoring",
              "--max-concurrent-requests", str(cap),
              "--max-request-bytes", str(max_request_mib * MIB), "--retry-after", "1"],

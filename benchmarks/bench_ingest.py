@@ -241,15 +241,15 @@ def run_toolscore(
 ) -> RunFigures:
     from sqlalchemy import func, select
 
-    from storage.engine import create_engine
-    from storage.migrate import upgrade
-    from storage.telemetry import spans_table
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.migrate import upgrade
+    from toolscore.storage.telemetry import spans_table
 
     upgrade(db_url)
     workdir = tempfile.mkdtemp(prefix="toolscore-bench-")
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collector", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "toolscore", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
          "--http", "off", "--no-upgrade", "--log-level", "WARNING"],
         cwd=workdir,  # an empty directory: `-m` puts the cwd first on sys.path
     )  # fmt: skip

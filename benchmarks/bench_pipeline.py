@@ -193,10 +193,10 @@ class _Server:
     def __init__(
         self, db_url: str, settle: float, scoring: bool, processes: int | None = None
     ) -> None:
-        from collector.app import App
-        from collector.pipeline.extension import pipeline_extension
-        from collector.pipeline.options import PipelineOptions
-        from collector.settings import Listen, Settings
+        from toolscore.collector.app import App
+        from toolscore.collector.pipeline.extension import pipeline_extension
+        from toolscore.collector.pipeline.options import PipelineOptions
+        from toolscore.collector.settings import Listen, Settings
 
         settings = Settings(db_url=db_url, grpc=None, http=Listen("127.0.0.1", 0))
         options = PipelineOptions(
@@ -263,9 +263,9 @@ def _children_cpu_s(exclude: set[int]) -> float:
 
 
 def _prepare(db_url: str) -> None:
-    from storage.engine import create_engine
-    from storage.expectations import ExpectationData, import_expectations
-    from storage.migrate import upgrade
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.expectations import ExpectationData, import_expectations
+    from toolscore.storage.migrate import upgrade
 
     upgrade(db_url)
     engine = create_engine(db_url)
@@ -290,8 +290,8 @@ def _prepare(db_url: str) -> None:
 def _latencies(db_url: str, prefix: str, expected: int, timeout: float) -> tuple[list[float], Any]:
     from sqlalchemy import func, select
 
-    from storage.engine import create_engine
-    from storage.pipeline import conversations, evaluations
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.pipeline import conversations, evaluations
 
     engine = create_engine(db_url)
     deadline = time.monotonic() + timeout

@@ -121,7 +121,7 @@ def run_cli(variants: dict[str, list[str]], runs: int, env: dict[str, str]) -> d
     for _ in range(runs):
         for name, args in variants.items():
             proc = subprocess.run(
-                [sys.executable, "-c", _HELPER, sys.executable, "-m", "collector", "score", *args],
+                [sys.executable, "-c", _HELPER, sys.executable, "-m", "toolscore", "score", *args],
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -152,8 +152,8 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
     """
     import orjson
 
-    from collector.commands.score import _Codec, _Job, run
-    from scorer import bulk
+    from toolscore.collector.commands.score import _Codec, _Job, run
+    from toolscore.scorer import bulk
 
     lines = data.splitlines(keepends=True)
     plan, codec, clock = bulk.DEFAULT_PLAN, _Codec(), time.perf_counter_ns
@@ -222,7 +222,7 @@ def main() -> int:
     args = parser.parse_args()
     n, runs = args.samples, args.runs
 
-    from scorer import default_config, parse_sample
+    from toolscore.scorer import default_config, parse_sample
 
     samples = make_samples(n)
     # The command first, while this process is still small (its children's RSS is measured).

@@ -32,13 +32,13 @@ from sqlalchemy import insert, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collector.export.otlp import EvaluationEmitter, create_exporters
-from collector.export.settings import resolve_export_settings
-from collector.export.worker import export_pass
-from storage import exports, migrate
-from storage.engine import create_engine
-from storage.pipeline import conversations, evaluations
 from tests.collector.export.sink import GrpcSink, HttpSink
+from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
+from toolscore.collector.export.settings import resolve_export_settings
+from toolscore.collector.export.worker import export_pass
+from toolscore.storage import exports, migrate
+from toolscore.storage.engine import create_engine
+from toolscore.storage.pipeline import conversations, evaluations
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 

@@ -26,11 +26,11 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine, text
 
-from collector.decode import DecodeLimits
-from collector.ingest import IngestConfig, IngestHook, IngestWriter
-from collector.metrics import Metrics
-from collector.receiver.core import OtlpCore
-from collector.settings import Settings
+from toolscore.collector.decode import DecodeLimits
+from toolscore.collector.ingest import IngestConfig, IngestHook, IngestWriter
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.settings import Settings
 
 log = logging.getLogger("toolscore.serve")
 
@@ -110,10 +110,10 @@ class App:
         return self._engine
 
     async def start(self) -> None:
-        from collector.receiver.grpc_server import GrpcReceiver
-        from collector.receiver.http_server import HttpReceiver
-        from storage.engine import create_engine, redact
-        from storage.migrate import upgrade
+        from toolscore.collector.receiver.grpc_server import GrpcReceiver
+        from toolscore.collector.receiver.http_server import HttpReceiver
+        from toolscore.storage.engine import create_engine, redact
+        from toolscore.storage.migrate import upgrade
 
         s = self.settings
         scoring_config = _load_scoring_config(s)
@@ -171,7 +171,7 @@ class App:
 
     def describe(self) -> str:
         """The start-up line: where it listens and which database (password hidden)."""
-        from storage.engine import redact
+        from toolscore.storage.engine import redact
 
         s = self.settings
         scheme = "https" if s.tls else "http"
@@ -223,7 +223,7 @@ def _load_scoring_config(settings: Settings) -> Any | None:
     if settings.config_path is None:
         return None
     try:
-        from scorer import load_config
+        from toolscore.scorer import load_config
     except ImportError:  # scorer without a config loader: the file was checked to exist
         return None
     try:

@@ -1,6 +1,6 @@
 """The ``toolscore`` command line.
 
-Each sub-command lives in its own module under :mod:`collector.commands` and exposes
+Each sub-command lives in its own module under :mod:`toolscore.collector.commands` and exposes
 ``register(subparsers)``, which adds its parser and sets ``handler`` (a callable taking the parsed
 ``argparse.Namespace`` and returning an exit status). Command modules import their heavy
 dependencies (grpc, sqlalchemy, ...) inside the handler so that ``toolscore score`` starts fast.
@@ -18,14 +18,14 @@ if TYPE_CHECKING:
 
 # Order is the order shown in ``toolscore --help``.
 COMMAND_MODULES: tuple[str, ...] = (
-    "collector.commands.score",
-    "collector.commands.serve",
-    "collector.commands.db",
-    "collector.commands.refs",
-    "collector.commands.conversations",
-    "collector.commands.report",
-    "collector.commands.export",
-    "collector.commands.rescore",
+    "toolscore.collector.commands.score",
+    "toolscore.collector.commands.serve",
+    "toolscore.collector.commands.db",
+    "toolscore.collector.commands.refs",
+    "toolscore.collector.commands.conversations",
+    "toolscore.collector.commands.report",
+    "toolscore.collector.commands.export",
+    "toolscore.collector.commands.rescore",
 )
 
 
@@ -40,6 +40,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="toolscore",
         description="Score how well AI agents use their tools, from their OpenTelemetry traces.",
     )
+    parser.add_argument("--version", action="version", version=f"toolscore {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES if only is None else (only,):
         try:
@@ -50,6 +51,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             raise
         module.register(subparsers)
     return parser
+
+
+def _version() -> str:
+    import toolscore
+
+    return toolscore.__version__
 
 
 def _module_named_like(argv: Sequence[str]) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from collector.model import Attributes, SpanRecord
+from toolscore.collector.model import Attributes, SpanRecord
 
 __all__ = [
     "DEFAULT_CONVERSATION_KEYS",

@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
 
 TRUNCATED_ATTRIBUTE = "toolscore.truncated"
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
@@ -289,7 +289,7 @@ _SPAN_FIELDS = (
     "events", "links",
 )  # fmt: skip
 if tuple(f.name for f in dataclasses.fields(SpanRecord)) != _SPAN_FIELDS:  # pragma: no cover
-    raise ImportError("collector.model.SpanRecord changed: update decode._SPAN_FIELDS")
+    raise ImportError("toolscore.collector.model.SpanRecord changed: update decode._SPAN_FIELDS")
 (
     _set_trace_id, _set_span_id, _set_parent, _set_name, _set_kind, _set_start, _set_end,
     _set_attributes, _set_resource, _set_scope_name, _set_scope_version, _set_status_code,

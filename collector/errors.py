@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from collector.decode import DecodeError
+from toolscore.collector.decode import DecodeError
 
 if TYPE_CHECKING:
     import grpc

@@ -22,12 +22,12 @@ from typing import Protocol
 
 from sqlalchemy import Connection, Engine
 
-from collector.errors import QueueFull, ShuttingDown, StorageUnavailable
-from collector.export.attributes import without_toolscore_evaluations
-from collector.metrics import Metrics
-from collector.model import LogRecordData, SpanRecord
-from storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
-from storage.telemetry import (
+from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
+from toolscore.collector.export.attributes import without_toolscore_evaluations
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from toolscore.storage.telemetry import (
     SPAN_COLUMNS,
     SPAN_JSON_COLUMNS,
     log_records_table,

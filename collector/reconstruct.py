@@ -1,6 +1,7 @@
 """Rebuild a conversation's messages and ordered tool calls from its spans and log records.
 
-Pipeline: every span goes through the convention registry (:mod:`collector.conventions`), giving
+Pipeline: every span goes through the convention registry
+(:mod:`toolscore.collector.conventions`), giving
 model *exchanges* (history in, messages out) and tool *executions*. Then:
 
 1. Exchanges are replayed in time order (traces by their first span, then the exchange's own
@@ -29,10 +30,10 @@ from typing import Any
 
 import orjson
 
-from collector.conventions import Exchange, Message, ToolExecution, extract_observations
-from collector.conventions.definitions import parameter_names
-from collector.model import LogRecordData, SpanRecord
-from collector.tool_args import DecodedArgs, decode_tool_input
+from toolscore.collector.conventions import Exchange, Message, ToolExecution, extract_observations
+from toolscore.collector.conventions.definitions import parameter_names
+from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
 
 __all__ = ["ReconstructedCall", "Reconstruction", "reconstruct"]
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
-from storage.expectations import ExpectationData, normalize_user_input
+from toolscore.storage.expectations import ExpectationData, normalize_user_input
 
 Format = Literal["yaml", "json", "jsonl"]
 Segment = str | int
@@ -280,7 +280,7 @@ class _Checker:
 
     def scorer_check(self, record: _Record, p: tuple[Segment, ...], calls: list[Any]) -> None:
         """The scorer's own parser has the last word on what a reference is."""
-        from scorer import parse_reference
+        from toolscore.scorer import parse_reference
 
         try:
             parse_reference(calls, _format_path(p))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector.commands.common import DB_ENV, DEFAULT_DB_URL, resolve_db_url
+from toolscore.collector.commands.common import DB_ENV, DEFAULT_DB_URL, resolve_db_url
 
 ENV_GRPC = "TOOLSCORE_GRPC"
 ENV_HTTP = "TOOLSCORE_HTTP"
@@ -161,7 +161,7 @@ class Settings:
     def validate(self, sources: Mapping[str, str] | None = None) -> None:
         """Check cross-field rules and files; raise SettingsError with a clear message."""
         src = dict(sources or {})
-        from storage.engine import DatabaseUrlError, normalize_url
+        from toolscore.storage.engine import DatabaseUrlError, normalize_url
 
         try:
             normalize_url(self.db_url)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from storage.jsoncodec import json_loads
+from toolscore.storage.jsoncodec import json_loads
 
 __all__ = ["DecodedArgs", "decode_arguments", "decode_tool_input", "repair_truncated_json"]
 

@@ -17,14 +17,14 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from scorer.config import (
+    from toolscore.scorer.config import (
         MetricInstance,
         ScoringConfig,
         default_config,
         load_config,
         parse_config,
     )
-    from scorer.model import (
+    from toolscore.scorer.model import (
         ConfigError,
         Message,
         Reference,
@@ -33,23 +33,23 @@ if TYPE_CHECKING:
         Score,
         ToolCall,
     )
-    from scorer.parse import parse_reference, parse_sample
+    from toolscore.scorer.parse import parse_reference, parse_sample
 
 _HOMES = {
-    "MetricInstance": "scorer.config",
-    "ScoringConfig": "scorer.config",
-    "default_config": "scorer.config",
-    "load_config": "scorer.config",
-    "parse_config": "scorer.config",
-    "ConfigError": "scorer.model",
-    "Message": "scorer.model",
-    "Reference": "scorer.model",
-    "Sample": "scorer.model",
-    "SampleError": "scorer.model",
-    "Score": "scorer.model",
-    "ToolCall": "scorer.model",
-    "parse_reference": "scorer.parse",
-    "parse_sample": "scorer.parse",
+    "MetricInstance": "toolscore.scorer.config",
+    "ScoringConfig": "toolscore.scorer.config",
+    "default_config": "toolscore.scorer.config",
+    "load_config": "toolscore.scorer.config",
+    "parse_config": "toolscore.scorer.config",
+    "ConfigError": "toolscore.scorer.model",
+    "Message": "toolscore.scorer.model",
+    "Reference": "toolscore.scorer.model",
+    "Sample": "toolscore.scorer.model",
+    "SampleError": "toolscore.scorer.model",
+    "Score": "toolscore.scorer.model",
+    "ToolCall": "toolscore.scorer.model",
+    "parse_reference": "toolscore.scorer.parse",
+    "parse_sample": "toolscore.scorer.parse",
 }
 
 

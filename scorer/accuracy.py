@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from scorer.arguments import (
+from toolscore.scorer.arguments import (
     ArgumentPolicy,
     arg_score_detailed,
     exact_arg_score,
     exact_arg_score_detailed,
 )
-from scorer.explain import format_call
-from scorer.model import Reference, ToolCall
-from scorer.pairing import (
+from toolscore.scorer.explain import format_call
+from toolscore.scorer.model import Reference, ToolCall
+from toolscore.scorer.pairing import (
     Pairing,
     grouped,
     in_order,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorer.comparators import EXACT, Comparator, Ignore
-from scorer.model import ToolCall
+from toolscore.scorer.comparators import EXACT, Comparator, Ignore
+from toolscore.scorer.model import ToolCall
 
 
 @dataclass(frozen=True, slots=True)

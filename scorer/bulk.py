@@ -1,8 +1,9 @@
 """The bulk fast path of ``toolscore score``: Ragas-default instances straight from decoded JSON.
 
-:func:`fast_row` builds exactly the row :func:`scorer.rows.score_row` builds (same keys, same
-order, same floats, same reasons) for the common case, working on the decoded dicts without
-building :class:`~scorer.model.ToolCall` objects or the parsing layer's intermediate tuples. It
+:func:`fast_row` builds exactly the row :func:`~toolscore.scorer.rows.score_row` builds (same
+keys, same order, same floats, same reasons) for the common case, working on the decoded dicts
+without building :class:`~toolscore.scorer.model.ToolCall`
+objects or the parsing layer's intermediate tuples. It
 answers ``None`` for anything outside that case (an invalid or unusual sample, reference groups,
 an empty call list, a missing reference), and the caller then takes the general path, which also
 owns every error message. ``tests/scorer/test_bulk.py`` checks the two paths agree byte for byte.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from orjson import dumps as _dumps
 
-from scorer.explain import MAX_VALUE
+from toolscore.scorer.explain import MAX_VALUE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -26,14 +27,14 @@ if TYPE_CHECKING:
     Plan = tuple[tuple[str, bool], ...]
     Row = dict[str, Any]
 
-#: The plan of :func:`scorer.config.default_config` (checked by the tests).
+#: The plan of :func:`toolscore.scorer.config.default_config` (checked by the tests).
 DEFAULT_PLAN: Plan = (("tool_call_accuracy", False), ("tool_call_f1", True))
 
 
 def bulk_plan(instances: Mapping[str, Any]) -> Plan | None:
     """The plan for a configuration's instances, or ``None`` if any is not covered."""
-    from scorer.accuracy import ToolCallAccuracy
-    from scorer.f1 import ToolCallF1
+    from toolscore.scorer.accuracy import ToolCallAccuracy
+    from toolscore.scorer.f1 import ToolCallF1
 
     plan: list[tuple[str, bool]] = []
     for name, instance in instances.items():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from scorer.model import ConfigError
+from toolscore.scorer.model import ConfigError
 
 
 class Comparator(Protocol):

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scorer.accuracy import LENGTH_POLICIES, ORDERS, ToolCallAccuracy
-from scorer.arguments import ArgumentPolicy, ToolPolicy
-from scorer.comparators import EXACT, Comparator, parse_comparator
-from scorer.f1 import ToolCallF1
-from scorer.model import ConfigError, Reference, Score, ToolCall
+from toolscore.scorer.accuracy import LENGTH_POLICIES, ORDERS, ToolCallAccuracy
+from toolscore.scorer.arguments import ArgumentPolicy, ToolPolicy
+from toolscore.scorer.comparators import EXACT, Comparator, parse_comparator
+from toolscore.scorer.f1 import ToolCallF1
+from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
 
 METRIC_TYPES = ("tool_call_accuracy", "tool_call_f1")
 #: Keys of an output line; an instance may not be named like them.

@@ -7,7 +7,7 @@ if TYPE_CHECKING:  # annotations only: the bulk path imports this module without
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-    from scorer.model import ToolCall
+    from toolscore.scorer.model import ToolCall
 
 MAX_VALUE = 80
 

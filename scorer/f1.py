@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from scorer.accuracy import flat_calls
-from scorer.explain import format_call
-from scorer.model import Reference, ToolCall
+from toolscore.scorer.accuracy import flat_calls
+from toolscore.scorer.explain import format_call
+from toolscore.scorer.model import Reference, ToolCall
 
 
 def make_hashable(obj: Any) -> Any:

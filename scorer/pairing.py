@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scorer.assignment import max_weight_assignment
-from scorer.explain import format_names
-from scorer.model import ToolCall
+from toolscore.scorer.assignment import max_weight_assignment
+from toolscore.scorer.explain import format_names
+from toolscore.scorer.model import ToolCall
 
 PairScore = Callable[[int, int], float]
 

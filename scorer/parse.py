@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scorer.model import Message, Reference, ReferenceItem, Sample, SampleError, ToolCall
+from toolscore.scorer.model import Message, Reference, ReferenceItem, Sample, SampleError, ToolCall
 
 _MESSAGE_TYPES = ("human", "ai", "tool")
 

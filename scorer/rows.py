@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer.config import ScoringConfig
-from scorer.model import SampleError
-from scorer.parse import read_calls
+from toolscore.scorer.config import ScoringConfig
+from toolscore.scorer.model import SampleError
+from toolscore.scorer.parse import read_calls
 
 
 def error_row(config: ScoringConfig, message: str, sample_id: Any = None) -> dict[str, Any]:

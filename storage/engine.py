@@ -13,7 +13,7 @@ import sqlalchemy
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 
-from storage.jsoncodec import json_dumps, json_loads
+from toolscore.storage.jsoncodec import json_dumps, json_loads
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 

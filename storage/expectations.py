@@ -40,8 +40,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.orm import Mapped, mapped_column
 
-from collector.conversation_keys import normalize_user_input
-from storage.base import Base
+from toolscore.collector.conversation_keys import normalize_user_input
+from toolscore.storage.base import Base
 
 # ``none_as_null``: a Python None is SQL NULL (the schema's "JSON NULL"), not the JSON ``null``.
 ExactJson = JSON(none_as_null=True)

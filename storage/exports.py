@@ -33,9 +33,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.base import Base
-from storage.dialect import insert_ignore_duplicates, upsert
-from storage.pipeline import UtcDateTime, evaluations
+from toolscore.storage.base import Base
+from toolscore.storage.dialect import insert_ignore_duplicates, upsert
+from toolscore.storage.pipeline import UtcDateTime, evaluations
 
 DEFAULT_PASS_THRESHOLD = 1.0
 # New evaluations are found by an anti-join restricted to ids above (highest enqueued - slack):

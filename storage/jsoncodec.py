@@ -2,7 +2,7 @@
 ``json`` would, the standard library where it would not.
 
 Used for the JSON columns (``storage.engine``) and for the JSON inside span attributes that
-reconstruction parses (``collector.conventions``), both on the scoring hot path.
+reconstruction parses (``toolscore.collector.conventions``), both on the scoring hot path.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ completion state (last span seen, whether it needs scoring, who claimed it), so 
 restarts and several processes can share one database. Migration: ``0003``.
 
 The insert helper below is this module's only dialect switch (``ON CONFLICT`` with expressions in
-``SET``, which ``storage.dialect.upsert`` does not offer).
+``SET``, which ``toolscore.storage.dialect.upsert`` does not offer).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.base import Base, Int64, JsonType
+from toolscore.storage.base import Base, Int64, JsonType
 
 # Python ``None`` stored as SQL NULL (not JSON ``null``) so "no arguments decoded" is queryable.
 JsonOrNull = JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Integer, PrimaryKeyConstraint, Table, Text, and_, or_, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.base import Base
-from storage.dialect import insert_ignore_duplicates
-from storage.pipeline import STATUS_OPEN, UtcDateTime, conversations
+from toolscore.storage.base import Base
+from toolscore.storage.dialect import insert_ignore_duplicates
+from toolscore.storage.pipeline import STATUS_OPEN, UtcDateTime, conversations
 
 OUTCOME_RESCORED = "rescored"  # a new revision was written
 OUTCOME_UNCHANGED = "unchanged"  # same expectation version, configuration and results: no write

@@ -1,16 +1,16 @@
-"""Imports every table module so that ``storage.base.Base.metadata`` is complete.
+"""Imports every table module so that ``toolscore.storage.base.Base.metadata`` is complete.
 
 Each owner of a table module adds one import line here.
 """
 
 from __future__ import annotations
 
-from storage import expectations as expectations
-from storage import exports as exports
-from storage import pipeline as pipeline
-from storage import rescore as rescore
-from storage import telemetry as telemetry
-from storage.base import Base
+from toolscore.storage import expectations as expectations
+from toolscore.storage import exports as exports
+from toolscore.storage import pipeline as pipeline
+from toolscore.storage import rescore as rescore
+from toolscore.storage import telemetry as telemetry
+from toolscore.storage.base import Base
 
 metadata = Base.metadata
 

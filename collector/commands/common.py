@@ -50,7 +50,7 @@ def open_migrated_database(
     """
     from sqlalchemy import inspect
 
-    from storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
     url = resolve_db_url(args, os.environ)
     try:

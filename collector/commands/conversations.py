@@ -15,9 +15,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from collector.commands._table import clip, format_call, format_score, format_time, render_table
-from collector.commands.common import add_db_argument, open_migrated_database
-from collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
+from toolscore.collector.commands._table import (
+    clip,
+    format_call,
+    format_score,
+    format_time,
+    render_table,
+)
+from toolscore.collector.commands.common import add_db_argument, open_migrated_database
+from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -86,7 +92,7 @@ def _expectation_label(row: Mapping[Any, Any]) -> str:
 def _conversations(args: argparse.Namespace) -> int:
     from sqlalchemy import select
 
-    from storage.pipeline import conversations, evaluations
+    from toolscore.storage.pipeline import conversations, evaluations
 
     if args.limit < 1:
         _error("--limit must be at least 1")
@@ -217,8 +223,8 @@ def _load(
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from sqlalchemy import func, select
 
-    from storage.expectations import get_version
-    from storage.pipeline import conversations, evaluations, tool_calls
+    from toolscore.storage.expectations import get_version
+    from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
     row = (
         conn.execute(select(conversations).where(conversations.c.id == conversation_id))
@@ -316,9 +322,9 @@ def _messages(
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
     from sqlalchemy import select
 
-    from collector.reconstruct import reconstruct
-    from storage.pipeline import conversation_traces
-    from storage.telemetry import load_logs, load_spans
+    from toolscore.collector.reconstruct import reconstruct
+    from toolscore.storage.pipeline import conversation_traces
+    from toolscore.storage.telemetry import load_logs, load_spans
 
     trace_ids = list(
         conn.execute(

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.common import add_db_argument, resolve_db_url
 
 
 def register(subparsers: Any) -> None:
@@ -29,8 +29,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from storage.engine import DatabaseUrlError, redact
-    from storage.migrate import current_revision, upgrade
+    from toolscore.storage.engine import DatabaseUrlError, redact
+    from toolscore.storage.migrate import current_revision, upgrade
 
     url = resolve_db_url(args, os.environ)
     try:
@@ -47,8 +47,8 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _current(args: argparse.Namespace) -> int:
-    from storage.engine import DatabaseUrlError, redact
-    from storage.migrate import current_revision, head_revision
+    from toolscore.storage.engine import DatabaseUrlError, redact
+    from toolscore.storage.migrate import current_revision, head_revision
 
     url = resolve_db_url(args, os.environ)
     try:

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from collector.commands.common import add_db_argument, resolve_db_url
-from collector.commands.report import parse_date
+from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.report import parse_date
 
 # Column order of the CSV and key order of each JSON line.
 FIELDS = (
@@ -63,9 +63,9 @@ def iter_rows(
     """Evaluations in id order, as JSON-able dicts with the FIELDS keys."""
     from sqlalchemy import select
 
-    from collector.export.attributes import pass_label, threshold_for
-    from storage.exports import load_thresholds
-    from storage.pipeline import evaluations as e
+    from toolscore.collector.export.attributes import pass_label, threshold_for
+    from toolscore.storage.exports import load_thresholds
+    from toolscore.storage.pipeline import evaluations as e
 
     thresholds = load_thresholds(conn)
     query = select(e).order_by(e.c.id)
@@ -108,7 +108,7 @@ def write_jsonl(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
     url = resolve_db_url(args, os.environ)
     try:

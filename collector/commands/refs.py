@@ -11,13 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collector.commands._table import clip, format_call, format_time, render_table
-from collector.commands.common import add_db_argument, open_migrated_database, resolve_db_url
+from toolscore.collector.commands._table import clip, format_call, format_time, render_table
+from toolscore.collector.commands.common import (
+    add_db_argument,
+    open_migrated_database,
+    resolve_db_url,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from storage.expectations import ExpectationRow
+    from toolscore.storage.expectations import ExpectationRow
 
 
 def register(subparsers: Any) -> None:
@@ -70,16 +74,16 @@ def _error(message: str) -> None:
 
 
 def _metric_names(config_path: Path) -> list[str]:
-    from scorer import load_config
+    from toolscore.scorer import load_config
 
     return list(load_config(config_path).instances)
 
 
 def _import(args: argparse.Namespace) -> int:
-    from collector.refs_file import RefsFileError, load_refs_file
-    from storage import migrate
-    from storage.engine import DatabaseUrlError, create_engine, redact
-    from storage.expectations import import_expectations
+    from toolscore.collector.refs_file import RefsFileError, load_refs_file
+    from toolscore.storage import migrate
+    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.expectations import import_expectations
 
     metric_names = None
     if args.config is not None:
@@ -172,7 +176,7 @@ def row_json(row: ExpectationRow) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from storage.expectations import list_expectations
+    from toolscore.storage.expectations import list_expectations
 
     engine = _open(args)
     if engine is None:
@@ -204,7 +208,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from storage.expectations import get_latest, get_version, list_versions
+    from toolscore.storage.expectations import get_latest, get_version, list_versions
 
     engine = _open(args)
     if engine is None:

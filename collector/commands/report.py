@@ -9,7 +9,7 @@ import shutil
 import sys
 from typing import Any
 
-from collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.common import add_db_argument, resolve_db_url
 
 DEFAULT_DAYS = 30
 
@@ -46,8 +46,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collector.report import load_report, render_html, render_text
-    from storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.collector.report import load_report, render_html, render_text
+    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
     until: dt.date = args.until or dt.datetime.now(dt.UTC).date()
     since: dt.date = args.since or (until - dt.timedelta(days=DEFAULT_DAYS))

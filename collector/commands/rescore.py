@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from collector.commands.common import add_db_argument, resolve_db_url
-from collector.commands.report import parse_date
+from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.report import parse_date
 
 CHUNK = 25
 _COMPARED = (
@@ -101,7 +101,7 @@ def unchanged(computed: Any, current: Sequence[Mapping[str, Any]]) -> bool:
 def _current_rows(conn: Any, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     from sqlalchemy import select
 
-    from storage.pipeline import evaluations as e
+    from toolscore.storage.pipeline import evaluations as e
 
     rows: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
     query = select(e).where(e.c.conversation_id.in_(list(ids)), e.c.is_current.is_(True))
@@ -120,8 +120,8 @@ def rescore(
     progress: Callable[[int, int], None] | None = None,
 ) -> RescoreSummary:
     """Re-score what ``run`` covers and has not done yet; returns what happened."""
-    from collector.pipeline.score import compute, write
-    from storage import rescore as runs
+    from toolscore.collector.pipeline.score import compute, write
+    from toolscore.storage import rescore as runs
 
     with engine.connect() as conn:
         every = runs.candidates(conn, run)
@@ -181,14 +181,14 @@ class ProgressBar:
 
 
 def _load_config(path: str | None) -> Any:
-    from scorer import default_config, load_config
+    from toolscore.scorer import default_config, load_config
 
     return load_config(path) if path else default_config()
 
 
 def run(args: argparse.Namespace) -> int:
-    from storage import rescore as runs
-    from storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage import rescore as runs
+    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
     try:
         config = _load_config(args.config)

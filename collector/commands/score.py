@@ -127,7 +127,7 @@ def quick_args(argv: list[str]) -> argparse.Namespace | None:
 def _handle(args: argparse.Namespace) -> int:
     config = None  # the default configuration is only built if a sample needs the general path
     if args.config is not None:
-        from scorer import ConfigError, load_config
+        from toolscore.scorer import ConfigError, load_config
 
         try:
             config = load_config(args.config)
@@ -181,11 +181,11 @@ class _Job:
     """What scoring a chunk of lines needs (forked processes inherit it).
 
     ``config`` ``None`` means the default instances; it is then built only when a sample needs
-    the general path (the fast path of :mod:`scorer.bulk` needs only the instance names).
+    the general path (the fast path of :mod:`toolscore.scorer.bulk` needs only the instance names).
     """
 
     def __init__(self, config: Any, details: bool) -> None:
-        from scorer.bulk import DEFAULT_PLAN, bulk_plan
+        from toolscore.scorer.bulk import DEFAULT_PLAN, bulk_plan
 
         self._config, self.details = config, details
         self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
@@ -196,13 +196,13 @@ class _Job:
     @property
     def config(self) -> Any:
         if self._config is None:
-            from scorer import default_config
+            from toolscore.scorer import default_config
 
             self._config = default_config()
         return self._config
 
     def score_items(self, items: Iterable[Item]) -> Block:
-        from scorer.bulk import fast_row
+        from toolscore.scorer.bulk import fast_row
 
         plan, details, dumps = self.plan, self.details, self.dumps
         out: list[bytes] = []
@@ -220,7 +220,7 @@ class _Job:
         return b"".join(out), failed, len(out), size
 
     def _general(self, where: str, obj: Any, problem: str | None) -> tuple[dict[str, Any], bool]:
-        from scorer.rows import error_row, score_row
+        from toolscore.scorer.rows import error_row, score_row
 
         if problem is not None:
             return error_row(self.config, f"{where}: {problem}"), False
@@ -237,12 +237,13 @@ class _Job:
 
         ``long_numbers`` false says no line holds a run of 19 digits (see ``_Codec``), so that
         lines go straight to orjson. The hot loop of the command: a well-formed sample goes
-        through orjson, :func:`scorer.bulk.fast_row` and orjson with no other per-line work
+        through orjson, :func:`~toolscore.scorer.bulk.fast_row`
+        and orjson with no other per-line work
         (no Python-level wrapper calls); blank lines, what only ``json`` reads, bad JSON,
         ``{"samples": [...]}`` wrappers and the general path are sorted out only when a step
         fails.
         """
-        from scorer.bulk import fast_row
+        from toolscore.scorer.bulk import fast_row
 
         self.lines += len(lines)
         if self.lines >= 50_000:  # the collector is off during runs; sweep stray cycles

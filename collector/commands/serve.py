@@ -1,7 +1,7 @@
 """``toolscore serve``: the OTLP receiver (gRPC + HTTP) with durable storage.
 
 To plug in another part of the service: add its flags in :func:`register` and its extension
-factory in :func:`extensions` (see :mod:`collector.app`).
+factory in :func:`extensions` (see :mod:`toolscore.collector.app`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from collector.commands.common import add_db_argument
+from toolscore.collector.commands.common import add_db_argument
 
 if TYPE_CHECKING:
-    from collector.app import ExtensionFactory
-    from collector.settings import Settings
+    from toolscore.collector.app import ExtensionFactory
+    from toolscore.collector.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -108,10 +108,10 @@ def register(subparsers: Any) -> None:
         metavar="LEVEL",
         help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
     )
-    from collector.pipeline.options import add_arguments as add_pipeline_arguments
+    from toolscore.collector.pipeline.options import add_arguments as add_pipeline_arguments
 
     add_pipeline_arguments(parser)  # --settle, --root-idle, --conversation-key, ...
-    from collector.export.options import add_arguments as add_export_arguments
+    from toolscore.collector.export.options import add_arguments as add_export_arguments
 
     add_export_arguments(parser)  # --export-endpoint, --export-protocol, --pass-threshold, ...
     parser.set_defaults(handler=handle)
@@ -121,17 +121,17 @@ def extensions(
     args: argparse.Namespace, environ: Mapping[str, str], settings: Settings
 ) -> list[ExtensionFactory]:
     """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
-    from collector.app import StartupError
-    from collector.pipeline.extension import pipeline_extension
-    from collector.pipeline.options import PipelineOptionError, options_from
+    from toolscore.collector.app import StartupError
+    from toolscore.collector.pipeline.extension import pipeline_extension
+    from toolscore.collector.pipeline.options import PipelineOptionError, options_from
 
     try:
         pipeline = pipeline_extension(options_from(args, environ))
     except PipelineOptionError as exc:
         raise StartupError(str(exc)) from exc
-    from collector.export.extension import export_extension
-    from collector.export.options import settings_from
-    from collector.export.settings import ExportConfigError
+    from toolscore.collector.export.extension import export_extension
+    from toolscore.collector.export.options import settings_from
+    from toolscore.collector.export.settings import ExportConfigError
 
     try:
         write_back = export_extension(*settings_from(args, environ))
@@ -144,8 +144,8 @@ def handle(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from collector.app import StartupError, serve
-    from collector.settings import Settings, SettingsError
+    from toolscore.collector.app import StartupError, serve
+    from toolscore.collector.settings import Settings, SettingsError
 
     try:
         settings = Settings.from_args(args, os.environ)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Convention,
     Exchange,
     Message,
@@ -18,16 +18,16 @@ from collector.conventions.base import (
     ToolCallRef,
     ToolExecution,
 )
-from collector.conventions.google_adk import GoogleADK
-from collector.conventions.logfire_openai_agents import LogfireOpenAIAgents
-from collector.conventions.openinference import OpenInference
-from collector.conventions.openllmetry import OpenLLMetry
-from collector.conventions.otel_genai import OtelGenAI
-from collector.conventions.otel_genai_events import OtelGenAIEvents
-from collector.conventions.pydantic_ai import PydanticAI
-from collector.conventions.strands import Strands
-from collector.conventions.vercel_ai import VercelAI
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.conventions.google_adk import GoogleADK
+from toolscore.collector.conventions.logfire_openai_agents import LogfireOpenAIAgents
+from toolscore.collector.conventions.openinference import OpenInference
+from toolscore.collector.conventions.openllmetry import OpenLLMetry
+from toolscore.collector.conventions.otel_genai import OtelGenAI
+from toolscore.collector.conventions.otel_genai_events import OtelGenAIEvents
+from toolscore.collector.conventions.pydantic_ai import PydanticAI
+from toolscore.collector.conventions.strands import Strands
+from toolscore.collector.conventions.vercel_ai import VercelAI
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 __all__ = [
     "REGISTRY",

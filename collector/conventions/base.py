@@ -4,11 +4,11 @@ Two kinds, independent of the convention they came from:
 
 - :class:`Exchange`: one model call, with the messages it was sent (``inputs``, the history) and
   the messages it produced (``outputs``; assistant messages with ordered tool calls). Histories
-  repeat earlier calls; the merger in :mod:`collector.reconstruct` deduplicates them.
+  repeat earlier calls; the merger in :mod:`toolscore.collector.reconstruct` deduplicates them.
 - :class:`ToolExecution`: one tool run (a tool span): name, arguments as found, call id, result.
 
 A convention module implements :class:`Convention`. Values are kept as found (``arguments`` may be
-a dict, a JSON string, a wrapper...); :mod:`collector.tool_args` decodes them later.
+a dict, a JSON string, a wrapper...); :mod:`toolscore.collector.tool_args` decodes them later.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from collector.model import Attributes, LogRecordData, SpanRecord
-from storage.jsoncodec import json_loads
+from toolscore.collector.model import Attributes, LogRecordData, SpanRecord
+from toolscore.storage.jsoncodec import json_loads
 
 
 @dataclass(frozen=True, slots=True)

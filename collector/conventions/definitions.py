@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import as_list, maybe_json, unflatten
-from collector.model import SpanRecord
+from toolscore.collector.conventions.base import as_list, maybe_json, unflatten
+from toolscore.collector.model import SpanRecord
 
 _DEFINITION_KEY_PREFIXES = (
     "gen_ai.tool.definitions",

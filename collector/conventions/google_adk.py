@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -32,8 +32,12 @@ from collector.conventions.base import (
     norm_role,
     opt_str,
 )
-from collector.conventions.otel_genai import details_exchanges, is_tool_span, tool_execution
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.conventions.otel_genai import (
+    details_exchanges,
+    is_tool_span,
+    tool_execution,
+)
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 SCOPE = "gcp.vertex.agent"
 MERGED = "(merged tools)"

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -41,9 +41,9 @@ from collector.conventions.base import (
     norm_role,
     opt_str,
 )
-from collector.conventions.otel_genai import parse_messages
-from collector.model import Attributes, LogRecordData, SpanRecord
-from storage.jsoncodec import json_loads
+from toolscore.collector.conventions.otel_genai import parse_messages
+from toolscore.collector.model import Attributes, LogRecordData, SpanRecord
+from toolscore.storage.jsoncodec import json_loads
 
 SCOPE = "logfire.openai_agents"
 TEMPLATE = "logfire.msg_template"

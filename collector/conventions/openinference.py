@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -24,7 +24,7 @@ from collector.conventions.base import (
     opt_str,
     unflatten,
 )
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 KIND = "openinference.span.kind"
 

@@ -4,7 +4,7 @@ Model calls: ``gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.id|nam
 ``gen_ai.completion.{i}.role|content|tool_calls.{j}.*`` (a legacy ``function_call`` is the single
 call). Tool spans (``traceloop.span.kind = tool``): ``traceloop.entity.name`` and the wrapper
 ``traceloop.entity.input = {"args": [...], "kwargs": {...}}``; no call id. The newer (>= 0.55) form
-is OTel GenAI and handled by :mod:`collector.conventions.otel_genai`.
+is OTel GenAI and handled by :mod:`toolscore.collector.conventions.otel_genai`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -24,7 +24,7 @@ from collector.conventions.base import (
     opt_str,
     unflatten,
 )
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 
 def _message(raw: object) -> Message | None:

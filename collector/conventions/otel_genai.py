@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -26,7 +26,7 @@ from collector.conventions.base import (
     norm_role,
     opt_str,
 )
-from collector.model import Attributes, LogRecordData, SpanRecord
+from toolscore.collector.model import Attributes, LogRecordData, SpanRecord
 
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"

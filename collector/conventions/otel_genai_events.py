@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -23,7 +23,7 @@ from collector.conventions.base import (
     maybe_json,
     opt_str,
 )
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 INPUT_EVENTS: Mapping[str, str] = {
     "gen_ai.system.message": "system",

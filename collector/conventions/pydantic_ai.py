@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import Exchange, Observation, as_list, maybe_json
-from collector.conventions.otel_genai import (
+from toolscore.collector.conventions.base import Exchange, Observation, as_list, maybe_json
+from toolscore.collector.conventions.otel_genai import (
     exchange_from,
     has_messages,
     is_tool_span,
     parse_messages,
     tool_execution,
 )
-from collector.conventions.otel_genai_events import exchange_from_events
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.conventions.otel_genai_events import exchange_from_events
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 SCOPES = frozenset({"pydantic-ai", "pydantic_ai"})
 ALL_MESSAGES = "pydantic_ai.all_messages"

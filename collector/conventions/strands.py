@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.conventions.base import (
+from toolscore.collector.conventions.base import (
     Exchange,
     Message,
     Observation,
@@ -27,8 +27,13 @@ from collector.conventions.base import (
     norm_role,
     opt_str,
 )
-from collector.conventions.otel_genai import DETAILS_EVENT, OtelGenAI, is_tool_span, parse_messages
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.conventions.otel_genai import (
+    DETAILS_EVENT,
+    OtelGenAI,
+    is_tool_span,
+    parse_messages,
+)
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 SCOPE = "strands.telemetry.tracer"
 ROLE_EVENTS: Mapping[str, str] = {

@@ -4,7 +4,7 @@ Kept light on purpose (the CLI and the ingest path import it): the modules are
 
 - ``attributes``: attribute names, pass/fail label, explanation text, and the loop-back
   predicates :func:`is_toolscore_evaluation` / ``is_toolscore_evaluation_log``;
-- ``settings``: :func:`~collector.export.settings.resolve_export_settings` (flags + environment);
+- ``settings``: ``settings.resolve_export_settings`` (flags + environment);
 - ``options``: the ``serve`` flags (``--export-endpoint``, ``--pass-threshold``, ...);
 - ``otlp``: ``EvaluationEmitter`` (SDK spans and log records, exported with the OTLP exporters);
 - ``worker``: ``export_pass`` and the ``ExportWorker`` component (the outbox loop);
@@ -13,7 +13,7 @@ Kept light on purpose (the CLI and the ingest path import it): the modules are
 
 from __future__ import annotations
 
-from collector.export.attributes import (
+from toolscore.collector.export.attributes import (
     DEFAULT_PASS_THRESHOLD,
     is_toolscore_evaluation,
     is_toolscore_evaluation_log,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 # OpenTelemetry GenAI semantic conventions (evaluation event and attributes).
 EVALUATION_EVENT_NAME = "gen_ai.evaluation.result"

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from prometheus_client import Counter
 from sqlalchemy import Engine
 
-from collector.app import AppContext, Component, Extension, ExtensionFactory
-from collector.export.otlp import EvaluationEmitter, create_exporters
-from collector.export.settings import ExportSettings
-from collector.export.worker import ExportWorker, PassResult, ThresholdWriter
+from toolscore.collector.app import AppContext, Component, Extension, ExtensionFactory
+from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
+from toolscore.collector.export.settings import ExportSettings
+from toolscore.collector.export.worker import ExportWorker, PassResult, ThresholdWriter
 
 
 def export_extension(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from collector.export.settings import (
+from toolscore.collector.export.settings import (
     COMPRESSIONS,
     PROTOCOLS,
     ExportSettings,

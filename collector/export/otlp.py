@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from collector.export.attributes import (
+from toolscore.collector.export.attributes import (
     ATTR_MARKER,
     EVALUATION_EVENT_NAME,
     TOOLSCORE_SCOPE_NAME,
@@ -43,8 +43,8 @@ from collector.export.attributes import (
     span_name,
     threshold_for,
 )
-from collector.export.settings import PROTOCOL_GRPC, ExportSettings
-from storage.exports import ExportItem
+from toolscore.collector.export.settings import PROTOCOL_GRPC, ExportSettings
+from toolscore.storage.exports import ExportItem
 
 
 class SpanSink(Protocol):

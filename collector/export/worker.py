@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from collector.export.otlp import EvaluationEmitter
-from collector.export.settings import ExportSettings
-from storage import exports
+from toolscore.collector.export.otlp import EvaluationEmitter
+from toolscore.collector.export.settings import ExportSettings
+from toolscore.storage import exports
 
 log = logging.getLogger(__name__)
 

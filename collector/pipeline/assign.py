@@ -20,14 +20,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, case, false, func, select, true
 
-from collector.conversation_keys import (
+from toolscore.collector.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
     conversation_id_for_trace,
     reference_id_for,
 )
-from collector.model import SpanRecord
-from storage.pipeline import (
+from toolscore.collector.model import SpanRecord
+from toolscore.storage.pipeline import (
     STATUS_OPEN,
     conversation_traces,
     conversations,

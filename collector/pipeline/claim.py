@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, case, func, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from storage.pipeline import conversations, supports_skip_locked
+from toolscore.storage.pipeline import conversations, supports_skip_locked
 
 NS = 1_000_000_000
 

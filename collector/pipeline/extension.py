@@ -7,16 +7,16 @@ from collections.abc import Sequence
 
 from prometheus_client import Counter, Histogram
 
-from collector.app import AppContext, Extension, ExtensionFactory
-from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
-from collector.pipeline.assign import AssignConfig
-from collector.pipeline.claim import Timing
-from collector.pipeline.hook import ConversationHook
-from collector.pipeline.options import PipelineOptions, processes_for
-from collector.pipeline.worker import PipelineWorker, ScoringProcess
-from scorer import ScoringConfig, default_config
-from storage.engine import normalize_url
-from storage.pipeline import STATUS_UNMATCHED
+from toolscore.collector.app import AppContext, Extension, ExtensionFactory
+from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
+from toolscore.collector.pipeline.assign import AssignConfig
+from toolscore.collector.pipeline.claim import Timing
+from toolscore.collector.pipeline.hook import ConversationHook
+from toolscore.collector.pipeline.options import PipelineOptions, processes_for
+from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.scorer import ScoringConfig, default_config
+from toolscore.storage.engine import normalize_url
+from toolscore.storage.pipeline import STATUS_UNMATCHED
 
 
 class PipelineMetrics:

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection
 
-from collector.model import LogRecordData, SpanRecord
-from collector.pipeline.assign import AssignConfig, assign_spans
-from collector.pipeline.claim import Timing
+from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
+from toolscore.collector.pipeline.claim import Timing
 
 
 class ConversationHook:

@@ -18,18 +18,18 @@ from typing import Any
 
 from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null, select, true
 
-from collector.conversation_keys import normalize_user_input
-from collector.model import LogRecordData, SpanRecord
-from collector.reconstruct import reconstruct
-from scorer import SampleError, ScoringConfig, parse_sample
-from storage.dialect import bulk_insert
-from storage.expectations import (
+from toolscore.collector.conversation_keys import normalize_user_input
+from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.reconstruct import reconstruct
+from toolscore.scorer import SampleError, ScoringConfig, parse_sample
+from toolscore.storage.dialect import bulk_insert
+from toolscore.storage.expectations import (
     ExpectationRow,
     find_by_conversation_id,
     find_by_id,
     find_by_user_input,
 )
-from storage.pipeline import (
+from toolscore.storage.pipeline import (
     STATUS_ERROR,
     STATUS_SCORED,
     STATUS_UNMATCHED,
@@ -39,7 +39,7 @@ from storage.pipeline import (
     supports_skip_locked,
     tool_calls,
 )
-from storage.telemetry import load_logs, load_spans
+from toolscore.storage.telemetry import load_logs, load_spans
 
 _CHUNK = 500
 
@@ -201,7 +201,8 @@ def compute(
     conn: Connection, ids: Sequence[str], config: ScoringConfig, *, handoffs: bool = True
 ) -> list[_Computed]:
     """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
-    leaves handoffs to other agents out of the calls (:func:`collector.reconstruct.reconstruct`)."""
+    leaves handoffs to other agents out of the calls
+    (:func:`toolscore.collector.reconstruct.reconstruct`)."""
     c, ct = conversations.c, conversation_traces.c
     rows: list[Mapping[str, Any]] = []
     trace_conv: dict[str, str] = {}

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from collector.pipeline.claim import NS, Timing, claim_ready, next_due_ns
-from collector.pipeline.score import compute, write
-from scorer import ScoringConfig
+from toolscore.collector.pipeline.claim import NS, Timing, claim_ready, next_due_ns
+from toolscore.collector.pipeline.score import compute, write
+from toolscore.scorer import ScoringConfig
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +156,8 @@ def _child_init(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # A server killed with SIGKILL cannot shut the pool down: exit when orphaned.
     threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
-    from scorer import default_config, load_config
-    from storage.engine import create_engine
+    from toolscore.scorer import default_config, load_config
+    from toolscore.storage.engine import create_engine
 
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
@@ -192,7 +192,7 @@ def _child_round() -> RoundResult:
 
 
 class PipelineWorker:
-    """Claims and scores conversations until stopped (a ``collector.app.Component``)."""
+    """Claims and scores conversations until stopped (a ``toolscore.collector.app.Component``)."""
 
     def __init__(
         self,

@@ -15,15 +15,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from collector.decode import DecodeLimits, decode_logs, decode_traces
-from collector.errors import RetryableError, TooManyRequests, Unauthenticated
-from collector.ingest import IngestWriter
-from collector.metrics import Metrics
-from collector.model import LogRecordData, SpanRecord
+from toolscore.collector.decode import DecodeLimits, decode_logs, decode_traces
+from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthenticated
+from toolscore.collector.ingest import IngestWriter
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 
 class OtlpCore:
-    """Transport-independent export handling; raises :mod:`collector.errors` exceptions."""
+    """Transport-independent export handling; raises :mod:`~toolscore.collector.errors`."""
 
     def __init__(
         self,

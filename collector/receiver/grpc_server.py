@@ -31,11 +31,11 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from collector.decode import parse_logs_protobuf, parse_traces_protobuf
-from collector.errors import ReceiverError, ShuttingDown, grpc_trailers, status_for
-from collector.metrics import Metrics
-from collector.receiver.core import OtlpCore
-from collector.settings import Listen
+from toolscore.collector.decode import parse_logs_protobuf, parse_traces_protobuf
+from toolscore.collector.errors import ReceiverError, ShuttingDown, grpc_trailers, status_for
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.settings import Listen
 
 log = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from collector.decode import (
+from toolscore.collector.decode import (
     parse_logs_json,
     parse_logs_protobuf,
     parse_traces_json,
     parse_traces_protobuf,
 )
-from collector.errors import (
+from toolscore.collector.errors import (
     ReceiverError,
     RequestTooLarge,
     ShuttingDown,
@@ -37,9 +37,9 @@ from collector.errors import (
     rpc_status_bytes,
     status_for,
 )
-from collector.metrics import Metrics
-from collector.receiver.core import OtlpCore
-from collector.settings import Listen
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.settings import Listen
 
 log = logging.getLogger(__name__)
 

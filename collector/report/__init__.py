@@ -6,9 +6,15 @@
 
 from __future__ import annotations
 
-from collector.report.data import DailyPoint, Report, Series, WorstConversation, load_report
-from collector.report.html import render_html
-from collector.report.text import render_text
+from toolscore.collector.report.data import (
+    DailyPoint,
+    Report,
+    Series,
+    WorstConversation,
+    load_report,
+)
+from toolscore.collector.report.html import render_html
+from toolscore.collector.report.text import render_text
 
 __all__ = [
     "DailyPoint",

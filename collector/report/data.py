@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
-from collector.export.attributes import explanation
-from storage.pipeline import evaluations
+from toolscore.collector.export.attributes import explanation
+from toolscore.storage.pipeline import evaluations
 
 WORST_LIMIT = 10
 

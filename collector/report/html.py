@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from html import escape
 
-from collector.report.data import Report, Series
-from collector.report.text import trend_text
+from toolscore.collector.report.data import Report, Series
+from toolscore.collector.report.text import trend_text
 
 W, H = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 30

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collector.report.data import Report, Series
+from toolscore.collector.report.data import Report, Series
 
 SPARK = "▁▂▃▄▅▆▇█"
 TREND_FLAT = 0.005  # |trend| below this reads as flat

@@ -1,4 +1,4 @@
-"""Alembic environment: run by ``storage.migrate`` with the URL in ``config.attributes``.
+"""Alembic environment: run by ``toolscore.storage.migrate`` with the URL in ``config.attributes``.
 
 No ``alembic.ini`` and no reliance on the working directory: ``storage.migrate`` builds the
 ``Config`` programmatically. Revisions are self-contained (they never import the models).
@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from storage.engine import create_engine
+from toolscore.storage.engine import create_engine
 
 config = context.config
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, func, select
 
-from collector.app import App, AppContext, Extension, StartupError
-from collector.model import LogRecordData, SpanRecord
-from collector.settings import Listen, Settings
-from storage.telemetry import spans_table
+from toolscore.collector.app import App, AppContext, Extension, StartupError
+from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.settings import Listen, Settings
+from toolscore.storage.telemetry import spans_table
 
 
 def _settings(url: str, **kw: object) -> Settings:

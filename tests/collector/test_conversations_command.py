@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from collector.model import SpanRecord
-from storage import migrate
-from storage.engine import create_engine
-from storage.expectations import ExpectationData, import_expectations
-from storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
-from storage.telemetry import span_row, spans_table
+from toolscore.collector.model import SpanRecord
+from toolscore.storage import migrate
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData, import_expectations
+from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+from toolscore.storage.telemetry import span_row, spans_table
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TRACE = "ab" * 16
@@ -38,7 +38,7 @@ REFERENCE_V2 = [{"name": "get_weather", "args": {"city": "Lyon"}}]
 def toolscore(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TOOLSCORE_DB"}
     return subprocess.run(
-        [sys.executable, "-m", "collector", *args, "--db", db],
+        [sys.executable, "-m", "toolscore", *args, "--db", db],
         capture_output=True,
         text=True,
         env=env,

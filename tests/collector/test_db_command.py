@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collector.cli import main
-from storage.migrate import current_revision, head_revision
+from toolscore.collector.cli import main
+from toolscore.storage.migrate import current_revision, head_revision
 
 
 def test_db_upgrade_then_current(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy import Connection, func, select
 
-from collector.errors import QueueFull, ShuttingDown, StorageUnavailable
-from collector.ingest import IngestConfig, IngestWriter
-from collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
-from storage.engine import create_engine
-from storage.migrate import upgrade
-from storage.telemetry import load_logs, load_spans, spans_table
+from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
+from toolscore.collector.ingest import IngestConfig, IngestWriter
+from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.engine import create_engine
+from toolscore.storage.migrate import upgrade
+from toolscore.storage.telemetry import load_logs, load_spans, spans_table
 
 
 def _span(trace: int, span: int, **kw: object) -> SpanRecord:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from collector.decode import DecodeLimits
-from collector.errors import TooManyRequests, status_for
-from collector.metrics import Metrics
-from collector.receiver.core import OtlpCore
+from toolscore.collector.decode import DecodeLimits
+from toolscore.collector.errors import TooManyRequests, status_for
+from toolscore.collector.metrics import Metrics
+from toolscore.collector.receiver.core import OtlpCore
 
 
 def _core(cap: int | None) -> tuple[OtlpCore, Metrics]:

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector.model import LogRecordData, SpanEvent, SpanRecord
-from collector.reconstruct import reconstruct
+from toolscore.collector.model import LogRecordData, SpanEvent, SpanRecord
+from toolscore.collector.reconstruct import reconstruct
 
 _ids = count(1)
 T1 = "1" * 32

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.reconstruct import reconstruct
-from scorer import parse_sample
 from tests.collector.test_reconstruct import assistant, chat, result, span, tool, user
+from toolscore.collector.reconstruct import reconstruct
+from toolscore.scorer import parse_sample
 
 LOOKUP = ("lookup", {"q": "invoice 7"}, "c1")
 TRANSFER = ("transfer_to_billing", {}, "c2")

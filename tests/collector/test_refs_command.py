@@ -27,7 +27,7 @@ expectations:
 
 def toolscore(*args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "TOOLSCORE_DB"}
-    cmd = [sys.executable, "-m", "collector", *args]
+    cmd = [sys.executable, "-m", "toolscore", *args]
     if db is not None:
         cmd += ["--db", db]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=False)

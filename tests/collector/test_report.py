@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from collector.cli import main
-from storage import exports
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from toolscore.collector.cli import main
+from toolscore.storage import exports
 
 DAY = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

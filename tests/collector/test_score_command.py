@@ -16,7 +16,7 @@ from tests.scorer import ragas_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("toolscore")
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "collector"]
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "toolscore"]
 
 
 def toolscore(*args: str, stdin: bytes | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
@@ -325,8 +325,8 @@ def test_ragas_exported_jsonl_scores_like_ragas(tmp_path):
     ],
 )
 def test_quick_arguments_are_argparse_s_or_left_to_argparse(argv):
-    from collector.cli import build_parser
-    from collector.commands import score
+    from toolscore.collector.cli import build_parser
+    from toolscore.collector.commands import score
 
     quick = score.quick_args(argv)
     if quick is None:
@@ -339,7 +339,7 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
 ):
     import io
 
-    from collector.commands import score
+    from toolscore.collector.commands import score
 
     lines: list[Any] = [padded(GOOD, i) if i % 3 else padded(SWAPPED, i) for i in range(3500)]
     lines[3100] = "{broken"  # in the third share
@@ -381,8 +381,8 @@ def _reference_output(lines: list[bytes], details: bool) -> tuple[bytes, int]:
     """What the command must write, by the general path alone and Python's json: each line
     (with its newline, as files are read) decoded by json.loads, scored by scorer.rows (a
     {"samples": [...]} line sample by sample)."""
-    from scorer import default_config
-    from scorer.rows import error_row, score_row
+    from toolscore.scorer import default_config
+    from toolscore.scorer.rows import error_row, score_row
 
     config = default_config()
     out: list[bytes] = []
@@ -452,7 +452,7 @@ def _line_strategy() -> Any:
 def _run_lines(lines: list[bytes], details: bool, tmp_dir: Path, jobs: int) -> tuple[bytes, int]:
     import io
 
-    from collector.commands import score
+    from toolscore.collector.commands import score
 
     data = b"\n".join([json.dumps(GOOD).encode(), *lines]) + b"\n"
     path = tmp_dir / "lines.jsonl"
@@ -470,7 +470,7 @@ def test_the_command_writes_what_the_general_path_and_json_give(tmp_path, monkey
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from collector.commands import score
+    from toolscore.collector.commands import score
 
     # Tiny blocks and chunks, so that their boundaries fall everywhere.
     monkeypatch.setattr(score, "_SEGMENT_BYTES", 1500)
@@ -489,7 +489,7 @@ def test_forked_shares_write_what_one_process_writes(tmp_path, monkeypatch):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from collector.commands import score
+    from toolscore.collector.commands import score
 
     monkeypatch.setattr(score, "_FORKED_SEGMENT_BYTES", 4000)
     monkeypatch.setattr(score, "_CHUNK_BYTES", 300)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.cli import build_parser
-from collector.settings import Listen, Settings, SettingsError
+from toolscore.collector.cli import build_parser
+from toolscore.collector.settings import Listen, Settings, SettingsError
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -1,4 +1,4 @@
-"""collector.app.Signal: the fan-out the pipeline uses to wake the write-back."""
+"""toolscore.collector.app.Signal: the fan-out the pipeline uses to wake the write-back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from collector.app import AppContext, Signal
+from toolscore.collector.app import AppContext, Signal
 
 
 def test_emit_calls_every_subscriber_from_any_thread() -> None:

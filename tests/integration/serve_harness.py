@@ -15,10 +15,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import func, select
 
-from collector.app import App, ExtensionFactory
-from collector.settings import Listen, Settings
-from storage.engine import create_engine
-from storage.telemetry import log_records_table, spans_table
+from toolscore.collector.app import App, ExtensionFactory
+from toolscore.collector.settings import Listen, Settings
+from toolscore.storage.engine import create_engine
+from toolscore.storage.telemetry import log_records_table, spans_table
 
 
 class RunningServer:

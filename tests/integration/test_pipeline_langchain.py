@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from storage.expectations import ExpectationData
 from tests.collector.pipeline.e2e import (
     current_scores,
     import_refs,
@@ -20,6 +19,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from toolscore.storage.expectations import ExpectationData
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.collector.pipeline.langchain_otlp_app"

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from storage.engine import create_engine
-from storage.expectations import ExpectationData
-from storage.pipeline import evaluations
 from tests.collector.pipeline.e2e import (
     genai_agent_trace,
     import_refs,
@@ -17,6 +14,9 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.pipeline import evaluations
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

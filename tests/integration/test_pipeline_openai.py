@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from storage.expectations import ExpectationData
 from tests.collector.conventions.test_live_openai import QUESTION, FakeOpenAI, completion, server
 from tests.collector.pipeline.e2e import (
     current_scores,
@@ -21,6 +20,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from toolscore.storage.expectations import ExpectationData
 
 __all__ = ["server"]  # the fake OpenAI endpoint fixture
 

@@ -22,9 +22,6 @@ pytest.importorskip("agents")
 pytest.importorskip("logfire")
 pytest.importorskip("openinference.instrumentation.openai_agents")
 
-from collector.pipeline.extension import pipeline_extension
-from collector.pipeline.options import PipelineOptions
-from storage.expectations import ExpectationData
 from tests.collector.conventions.openai_agents_app import (
     LOOKUP,
     QUESTION,
@@ -44,6 +41,9 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.integration.serve_harness import RunningServer, server_settings
+from toolscore.collector.pipeline.extension import pipeline_extension
+from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.storage.expectations import ExpectationData
 
 APP = "tests.collector.conventions.openai_agents_app"
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ def _shown_calls(db_url: str, conversation: str, *options: str) -> list[str]:
         [
             sys.executable,
             "-m",
-            "collector",
+            "toolscore",
             "show",
             conversation,
             "--db",

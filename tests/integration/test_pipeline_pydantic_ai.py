@@ -18,9 +18,6 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from sqlalchemy import func, select
 
-from storage.engine import create_engine
-from storage.expectations import ExpectationData
-from storage.pipeline import evaluations, tool_calls
 from tests.collector.conventions.test_live_pydantic_ai import (
     QUESTION,
     call,
@@ -37,6 +34,9 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.pipeline import evaluations, tool_calls
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

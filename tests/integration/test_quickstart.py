@@ -18,11 +18,11 @@ import pytest
 import yaml
 from sqlalchemy import text
 
-from storage.engine import create_engine
 from tests.collector.pipeline.e2e import wait_scored
+from toolscore.storage.engine import create_engine
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLSCORE = [sys.executable, "-m", "collector"]
+TOOLSCORE = [sys.executable, "-m", "toolscore"]
 CONVERSATIONS = ["demo-weather-1", "demo-time-1", "demo-forecast-1"]
 
 

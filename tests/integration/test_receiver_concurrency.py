@@ -34,10 +34,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace.export import SpanExportResult
 from sqlalchemy import select
 
-from collector.app import AppContext, Extension
-from storage.engine import create_engine
-from storage.telemetry import spans_table
 from tests.integration.serve_harness import RunningServer, agent_spans, server_settings
+from toolscore.collector.app import AppContext, Extension
+from toolscore.storage.engine import create_engine
+from toolscore.storage.telemetry import spans_table
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PB = {"Content-Type": "application/x-protobuf"}

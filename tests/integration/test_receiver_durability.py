@@ -28,10 +28,10 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
-from storage.engine import create_engine
-from storage.migrate import upgrade
-from storage.telemetry import spans_table
 from tests.integration.serve_harness import RunningServer, agent_spans, count_rows, server_settings
+from toolscore.storage.engine import create_engine
+from toolscore.storage.migrate import upgrade
+from toolscore.storage.telemetry import spans_table
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -170,7 +170,7 @@ def _request(trace: int, spans: int) -> bytes:
 def test_sigterm_stops_cleanly_and_keeps_every_acknowledged_span(tmp_path: Path) -> None:
     db = tmp_path / "serve.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collector", "serve", "--db", f"sqlite:///{db}",
+        [sys.executable, "-m", "toolscore", "serve", "--db", f"sqlite:///{db}",
          "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"],
         stderr=subprocess.PIPE, text=True, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
@@ -233,7 +233,7 @@ def test_sigterm_stops_cleanly_and_keeps_every_acknowledged_span(tmp_path: Path)
 def test_acknowledged_spans_survive_kill_9(tmp_path: Path) -> None:
     db = tmp_path / "killed.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collector", "serve", "--db", f"sqlite:///{db}",
+        [sys.executable, "-m", "toolscore", "serve", "--db", f"sqlite:///{db}",
          "--grpc", "127.0.0.1:0", "--http", "off"],
         stderr=subprocess.PIPE, text=True, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},

@@ -18,8 +18,6 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from storage.engine import create_engine
-from storage.telemetry import load_logs, load_spans
 from tests.integration.serve_harness import (
     RunningServer,
     agent_spans,
@@ -27,6 +25,8 @@ from tests.integration.serve_harness import (
     count_rows,
     server_settings,
 )
+from toolscore.storage.engine import create_engine
+from toolscore.storage.telemetry import load_logs, load_spans
 
 
 def _exporter(kind: str, srv: RunningServer):  # type: ignore[no-untyped-def]

@@ -20,9 +20,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Connection
 
-from collector.app import AppContext, Extension
-from collector.model import LogRecordData, SpanRecord
 from tests.integration.serve_harness import RunningServer, count_rows, server_settings
+from toolscore.collector.app import AppContext, Extension
+from toolscore.collector.model import LogRecordData, SpanRecord
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"

@@ -17,13 +17,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 
-from collector.export.extension import export_extension
-from collector.export.settings import resolve_export_settings
-from collector.pipeline.extension import pipeline_extension
-from collector.pipeline.options import PipelineOptions
-from storage.engine import create_engine
-from storage.expectations import ExpectationData
-from storage.pipeline import evaluations
 from tests.collector.export.sink import GrpcSink, attrs
 from tests.collector.pipeline.e2e import (
     genai_agent_trace,
@@ -32,6 +25,13 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.integration.serve_harness import RunningServer, count_rows, server_settings
+from toolscore.collector.export.extension import export_extension
+from toolscore.collector.export.settings import resolve_export_settings
+from toolscore.collector.pipeline.extension import pipeline_extension
+from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.pipeline import evaluations
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}
@@ -165,7 +165,7 @@ def test_sink_down_for_a_while_then_up_receives_everything_once(sqlite_url: str)
         engine = create_engine(sqlite_url)
         try:
             with engine.connect() as conn:
-                from storage.exports import counts
+                from toolscore.storage.exports import counts
 
                 during = counts(conn)
         finally:
@@ -203,7 +203,7 @@ def test_evaluations_looped_back_into_toolscore_cause_no_feedback_loop(sqlite_ur
     write-back targets toolscore's own OTLP port. Nothing is stored or rescored because of it."""
     import dataclasses
 
-    from collector.settings import Listen
+    from toolscore.collector.settings import Listen
 
     import_refs(sqlite_url, ExpectationData(id="w", reference_tool_calls=[WEATHER]))
     port = _free_port()
@@ -216,7 +216,7 @@ def test_evaluations_looped_back_into_toolscore_cause_no_feedback_loop(sqlite_ur
         spans_before = count_rows(sqlite_url)
         engine = create_engine(sqlite_url)
         try:
-            from storage.exports import counts
+            from toolscore.storage.exports import counts
 
             def exported() -> bool:
                 with engine.connect() as conn:

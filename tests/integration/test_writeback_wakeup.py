@@ -12,14 +12,14 @@ import time
 
 import pytest
 
-from collector.export.extension import export_extension
-from collector.export.settings import resolve_export_settings
-from collector.pipeline.extension import pipeline_extension
-from collector.pipeline.options import PipelineOptions
-from storage.expectations import ExpectationData
 from tests.collector.export.sink import GrpcSink, attrs
 from tests.collector.pipeline.e2e import genai_agent_trace, import_refs, otlp_provider, wait_scored
 from tests.integration.serve_harness import RunningServer, server_settings
+from toolscore.collector.export.extension import export_extension
+from toolscore.collector.export.settings import resolve_export_settings
+from toolscore.collector.pipeline.extension import pipeline_extension
+from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.storage.expectations import ExpectationData
 
 POLL_S = 60.0
 # Generous for a loaded 2-core machine, and still far below POLL_S.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer import MetricInstance, Sample, Score, parse_config, parse_sample
+from toolscore.scorer import MetricInstance, Sample, Score, parse_config, parse_sample
 
 Call = tuple[str, dict[str, Any]]
 

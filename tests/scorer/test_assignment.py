@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorer.assignment import max_weight_assignment
+from toolscore.scorer.assignment import max_weight_assignment
 
 weights = st.integers(0, 5).flatmap(
     lambda rows: st.integers(0, 5).flatmap(

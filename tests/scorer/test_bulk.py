@@ -9,9 +9,9 @@ import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from scorer import default_config, parse_config
-from scorer.bulk import DEFAULT_PLAN, bulk_plan, fast_row
-from scorer.rows import score_row
+from toolscore.scorer import default_config, parse_config
+from toolscore.scorer.bulk import DEFAULT_PLAN, bulk_plan, fast_row
+from toolscore.scorer.rows import score_row
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scorer import ConfigError, default_config, load_config, parse_config
+from toolscore.scorer import ConfigError, default_config, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

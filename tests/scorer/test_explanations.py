@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorer import parse_sample
 from tests.scorer.helpers import call, instance, score
+from toolscore.scorer import parse_sample
 
 STRICT = instance()
 FLEXIBLE = instance(order="flexible")

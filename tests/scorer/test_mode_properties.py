@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorer import ToolCall
 from tests.scorer.helpers import instance
+from toolscore.scorer import ToolCall
 
 names = st.sampled_from(["a", "b", "c"])
 values = st.sampled_from([1, 1.0, "1", "x", "y", None, True])

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from scorer import SampleError, parse_sample
 from tests.scorer import ragas_oracle
 from tests.scorer.helpers import instance
+from toolscore.scorer import SampleError, parse_sample
 
 pytestmark = ragas_oracle.requires_ragas
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scorer import SampleError, ToolCall, parse_reference, parse_sample
+from toolscore.scorer import SampleError, ToolCall, parse_reference, parse_sample
 
 
 def refused(obj: object, **kwargs: object) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer import Score, parse_sample
 from tests.scorer.helpers import call, instance
+from toolscore.scorer import Score, parse_sample
 
 ACCURACY = instance()
 F1 = instance(type="tool_call_f1")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from storage import migrate
-from storage.engine import create_engine
+from toolscore.storage import migrate
+from toolscore.storage.engine import create_engine
 
 
 def create_schema(db_url: str) -> Engine:

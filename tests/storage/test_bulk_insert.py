@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from storage.dialect import bulk_insert
-from storage.engine import create_engine
-from storage.migrate import upgrade
-from storage.pipeline import evaluations, tool_calls
+from toolscore.storage.dialect import bulk_insert
+from toolscore.storage.engine import create_engine
+from toolscore.storage.migrate import upgrade
+from toolscore.storage.pipeline import evaluations, tool_calls
 
 NOW = dt.datetime(2026, 11, 30, 8, 0, 0, 123456, tzinfo=dt.UTC)
 

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from storage.expectations import (
+from tests.storage.expectations_db import create_schema
+from toolscore.storage.expectations import (
     EXPECTATIONS,
     MATCH_IDS,
     ExpectationData,
@@ -27,7 +28,6 @@ from storage.expectations import (
     match_expectation,
     normalize_user_input,
 )
-from tests.storage.expectations_db import create_schema
 
 WEATHER = [{"name": "get_weather", "args": {"city": "Paris"}}]
 TIME = [{"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}]
@@ -336,6 +336,6 @@ def test_normalisation_trims_folds_whitespace_and_casefolds(raw: str, normalised
 
 
 def test_matching_uses_the_collectors_normalisation() -> None:
-    from collector import conversation_keys
+    from toolscore.collector import conversation_keys
 
     assert normalize_user_input is conversation_keys.normalize_user_input

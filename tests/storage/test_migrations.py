@@ -9,9 +9,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from storage import migrate
-from storage.engine import create_engine
-from storage.tables import metadata
+from toolscore.storage import migrate
+from toolscore.storage.engine import create_engine
+from toolscore.storage.tables import metadata
 
 
 def _tables(url: str) -> set[str]:
@@ -79,13 +79,13 @@ def test_sqlite_runs_in_wal_mode(sqlite_url: str) -> None:
     ],
 )
 def test_urls_are_normalised_to_our_drivers(given: str, driver: str) -> None:
-    from storage.engine import normalize_url
+    from toolscore.storage.engine import normalize_url
 
     assert normalize_url(given).drivername == driver
 
 
 def test_unsupported_database_is_a_clear_error() -> None:
-    from storage.engine import DatabaseUrlError, normalize_url
+    from toolscore.storage.engine import DatabaseUrlError, normalize_url
 
     with pytest.raises(DatabaseUrlError, match="unsupported database 'mysql'"):
         normalize_url("mysql://u:secret@h/d")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from storage import exports
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from toolscore.storage import exports
 
 DAY1 = dt.datetime(2026, 11, 2, 23, 30, tzinfo=dt.UTC)
 DAY2 = dt.datetime(2026, 11, 3, 0, 30, tzinfo=dt.UTC)
@@ -202,7 +202,7 @@ def test_rescoring_a_conversation_twice_under_one_version_counts_it_once(sqlite_
 
 
 def test_downgrade_removes_the_views(sqlite_url: str) -> None:
-    from storage import migrate
+    from toolscore.storage import migrate
 
     engine = migrated_engine(sqlite_url)
     try:

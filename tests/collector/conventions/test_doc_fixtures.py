@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.reconstruct import reconstruct
 from tests.collector.recording import DOC_FIXTURES, load_recording
+from toolscore.collector.reconstruct import reconstruct
 
 FIXTURE_FILES = sorted(DOC_FIXTURES.glob("*.json"))
 CONVENTION_OF = {

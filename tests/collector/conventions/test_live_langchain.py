@@ -25,10 +25,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
-from collector.model import SpanRecord
-from collector.reconstruct import reconstruct
 from tests.collector.recording import RECORDED, save_recording, span_from_sdk
+from toolscore.collector.conversation_keys import (
+    DEFAULT_CONVERSATION_KEYS,
+    conversation_id_for_trace,
+)
+from toolscore.collector.model import SpanRecord
+from toolscore.collector.reconstruct import reconstruct
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
 PARALLEL = [

@@ -20,10 +20,13 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
-from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
-from collector.model import SpanRecord
-from collector.reconstruct import reconstruct
 from tests.collector.recording import RECORDED, save_recording, span_from_sdk
+from toolscore.collector.conversation_keys import (
+    DEFAULT_CONVERSATION_KEYS,
+    conversation_id_for_trace,
+)
+from toolscore.collector.model import SpanRecord
+from toolscore.collector.reconstruct import reconstruct
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]

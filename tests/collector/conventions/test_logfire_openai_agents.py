@@ -18,14 +18,17 @@ from typing import Any
 
 import pytest
 
-from collector.conventions import REGISTRY
-from collector.conventions.logfire_openai_agents import TEMPLATES, LogfireOpenAIAgents
-from collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, conversation_id_for_trace
-from collector.model import SpanRecord
-from collector.reconstruct import Reconstruction, reconstruct
 from tests.collector.conventions.openai_agents_app import SCENARIOS as SCRIPTS
 from tests.collector.conventions.openai_agents_app import seen
 from tests.collector.recording import RECORDED, Recording, load_recording
+from toolscore.collector.conventions import REGISTRY
+from toolscore.collector.conventions.logfire_openai_agents import TEMPLATES, LogfireOpenAIAgents
+from toolscore.collector.conversation_keys import (
+    DEFAULT_CONVERSATION_KEYS,
+    conversation_id_for_trace,
+)
+from toolscore.collector.model import SpanRecord
+from toolscore.collector.reconstruct import Reconstruction, reconstruct
 
 OWN = RECORDED / "openai-agents"  # tool spans only: not for the generic checks
 KINDS = ["responses", "chat", "scripted", "responses-nocontent"]

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from collector.reconstruct import Reconstruction, reconstruct
-from scorer import ToolCall, default_config, parse_sample
 from tests.collector.recording import DOC_FIXTURES, RECORDED, load_recording
+from toolscore.collector.reconstruct import Reconstruction, reconstruct
+from toolscore.scorer import ToolCall, default_config, parse_sample
 
 RECORDINGS = sorted(RECORDED.glob("*.json"))
 WITH_CONTENT = [p for p in RECORDINGS if "nocontent" not in p.name]

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Engine, insert, update
 
-from storage import migrate
-from storage.engine import create_engine
-from storage.pipeline import conversations, evaluations
+from toolscore.storage import migrate
+from toolscore.storage.engine import create_engine
+from toolscore.storage.pipeline import conversations, evaluations
 
 _ids = itertools.count(1)
 T0 = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)

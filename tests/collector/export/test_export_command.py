@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.cli import main
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from toolscore.collector.cli import main
 
 NOV2 = dt.datetime(2026, 11, 2, 10, tzinfo=dt.UTC)
 NOV5 = dt.datetime(2026, 11, 5, 10, tzinfo=dt.UTC)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from collector.cli import build_parser
-from collector.export.options import settings_from
-from collector.export.settings import ExportConfigError
+from toolscore.collector.cli import build_parser
+from toolscore.collector.export.options import settings_from
+from toolscore.collector.export.settings import ExportConfigError
 
 
 def _args(*argv: str) -> object:
@@ -55,7 +55,7 @@ def test_bad_threshold_is_rejected(value: str) -> None:
 def test_serve_refuses_to_start_with_a_bad_write_back_setting(
     capsys: pytest.CaptureFixture[str], sqlite_url: str
 ) -> None:
-    from collector.cli import main
+    from toolscore.collector.cli import main
 
     status = main(["serve", "--db", sqlite_url, "--export-endpoint", "otel:4317"])
     assert status == 1

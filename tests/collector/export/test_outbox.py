@@ -6,8 +6,8 @@ import datetime as dt
 
 from sqlalchemy import select
 
-from storage import exports
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from toolscore.storage import exports
 
 NOW = dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=60)

@@ -9,12 +9,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from collector.cli import main
-from collector.commands import rescore as rescore_cmd
-from storage.engine import create_engine
-from storage.expectations import ExpectationData
-from storage.pipeline import conversations, evaluations
-from storage.rescore import get_run
 from tests.collector.pipeline.e2e import (
     genai_agent_trace,
     import_refs,
@@ -24,6 +18,12 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from toolscore.collector.cli import main
+from toolscore.collector.commands import rescore as rescore_cmd
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.rescore import get_run
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

@@ -9,14 +9,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.export import is_toolscore_evaluation
-from collector.export.otlp import EvaluationEmitter, create_exporters
-from collector.export.settings import ExportConfigError, ExportSettings, resolve_export_settings
-from collector.export.worker import export_pass
-from collector.model import SpanRecord
-from storage import exports
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from tests.collector.export.sink import GrpcSink, HttpSink, attrs
+from toolscore.collector.export import is_toolscore_evaluation
+from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
+from toolscore.collector.export.settings import (
+    ExportConfigError,
+    ExportSettings,
+    resolve_export_settings,
+)
+from toolscore.collector.export.worker import export_pass
+from toolscore.collector.model import SpanRecord
+from toolscore.storage import exports
 
 ROOT = "00f067aa0ba902b7"
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from storage.engine import create_engine
-from storage.tables import metadata
+from toolscore.storage.engine import create_engine
+from toolscore.storage.tables import metadata
 
 
 @pytest.fixture

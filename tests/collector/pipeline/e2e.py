@@ -22,14 +22,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from sqlalchemy import select
 
-from collector.pipeline.extension import pipeline_extension
-from collector.pipeline.options import PipelineOptions
-from scorer import ScoringConfig, default_config, parse_sample
-from storage.engine import create_engine
-from storage.expectations import ExpectationData, import_expectations
-from storage.migrate import upgrade
-from storage.pipeline import conversations, evaluations
 from tests.integration.serve_harness import RunningServer, server_settings
+from toolscore.collector.pipeline.extension import pipeline_extension
+from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.scorer import ScoringConfig, default_config, parse_sample
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData, import_expectations
+from toolscore.storage.migrate import upgrade
+from toolscore.storage.pipeline import conversations, evaluations
 
 SETTLE_S = 1.0  # short settle time for tests
 ROOT_IDLE_S = 0.3

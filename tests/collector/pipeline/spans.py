@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.model import SpanRecord
+from toolscore.collector.model import SpanRecord
 
 
 def span(

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import Engine, event, select
 
-from collector.model import SpanRecord
-from collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
-from storage.pipeline import conversation_traces, conversations, evaluations
 from tests.collector.pipeline.spans import sid, span, tid
+from toolscore.collector.model import SpanRecord
+from toolscore.collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
+from toolscore.storage.pipeline import conversation_traces, conversations, evaluations
 
 CONFIG = AssignConfig(conversation_keys=("gen_ai.conversation.id", "session.id"))
 

@@ -11,15 +11,15 @@ import time
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.pipeline.claim import Timing
-from collector.pipeline.options import PipelineOptionError
-from collector.pipeline.worker import PipelineWorker, ScoringProcess
-from scorer import default_config
-from storage.expectations import ExpectationData
-from storage.pipeline import tool_calls
 from tests.collector.pipeline.test_score import current_scores, expect, offline_scores, store
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.test_reconstruct import assistant, chat, result, user
+from toolscore.collector.pipeline.claim import Timing
+from toolscore.collector.pipeline.options import PipelineOptionError
+from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.scorer import default_config
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.pipeline import tool_calls
 
 CONV = "conv-handoff"
 LOOKUP = {"name": "lookup", "args": {"q": "invoice 7"}}

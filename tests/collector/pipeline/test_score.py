@@ -9,17 +9,17 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from collector.model import SpanRecord
-from collector.pipeline.assign import AssignConfig, assign_spans
-from collector.pipeline.claim import NS, Timing
-from collector.pipeline.score import score_conversation
-from collector.pipeline.worker import PipelineWorker
-from scorer import default_config, parse_config, parse_sample
-from storage.dialect import insert_ignore_duplicates
-from storage.expectations import ExpectationData, import_expectations
-from storage.pipeline import conversations, evaluations, tool_calls
-from storage.telemetry import span_row, spans_table
 from tests.collector.recording import DOC_FIXTURES, load_recording
+from toolscore.collector.model import SpanRecord
+from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
+from toolscore.collector.pipeline.claim import NS, Timing
+from toolscore.collector.pipeline.score import score_conversation
+from toolscore.collector.pipeline.worker import PipelineWorker
+from toolscore.scorer import default_config, parse_config, parse_sample
+from toolscore.storage.dialect import insert_ignore_duplicates
+from toolscore.storage.expectations import ExpectationData, import_expectations
+from toolscore.storage.pipeline import conversations, evaluations, tool_calls
+from toolscore.storage.telemetry import span_row, spans_table
 
 NOW = dt.datetime(2026, 11, 30, 6, 0, tzinfo=dt.UTC)
 ASSIGN = AssignConfig()
@@ -147,7 +147,7 @@ def test_no_matching_expectation_is_stored_as_unmatched(engine: Engine) -> None:
 def test_matching_by_first_user_message(engine: Engine) -> None:
     spans, predicted = fixture_spans()
     conv_id = store(engine, spans)
-    from collector.reconstruct import reconstruct
+    from toolscore.collector.reconstruct import reconstruct
 
     first = reconstruct(spans).first_user_message
     assert first
@@ -232,7 +232,7 @@ def test_worker_round_scores_ready_conversations_once(engine: Engine) -> None:
 
 
 def test_a_span_arriving_while_scoring_keeps_the_conversation_pending(engine: Engine) -> None:
-    from collector.pipeline.score import compute, write
+    from toolscore.collector.pipeline.score import compute, write
 
     spans, _ = fixture_spans("weather")
     conv_id = store(engine, spans, at_ns=100)
@@ -251,7 +251,7 @@ def test_a_span_arriving_while_scoring_keeps_the_conversation_pending(engine: En
 
 
 def test_a_lost_claim_writes_nothing(engine: Engine) -> None:
-    from collector.pipeline.score import compute, write
+    from toolscore.collector.pipeline.score import compute, write
 
     spans, _ = fixture_spans("weather")
     conv_id = store(engine, spans)

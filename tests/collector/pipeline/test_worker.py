@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from collector.pipeline.claim import Timing
-from collector.pipeline.options import (
+from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
+from toolscore.collector.pipeline.claim import Timing
+from toolscore.collector.pipeline.options import (
     PipelineOptionError,
     add_arguments,
     options_from,
     processes_for,
 )
-from collector.pipeline.worker import PipelineWorker, ScoringProcess
-from scorer import default_config
-from storage.expectations import ExpectationData
-from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
+from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.scorer import default_config
+from toolscore.storage.expectations import ExpectationData
 
 
 async def _until_scored(worker: PipelineWorker, timeout_s: float = 60.0) -> float:
@@ -106,7 +106,7 @@ def test_invalid_environment_names_the_variable() -> None:
         parse([], {"TOOLSCORE_SETTLE": "soon"})
 
 
-SERVE = [sys.executable, "-m", "collector", "serve"]
+SERVE = [sys.executable, "-m", "toolscore", "serve"]
 
 
 def _children(pid: int) -> list[int]:

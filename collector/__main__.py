@@ -1,5 +1,0 @@
-import sys
-
-from collector.cli import main
-
-sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from toolscore.collector.cli import main
+
+sys.exit(main())
