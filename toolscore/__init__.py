@@ -2,7 +2,8 @@
 
 The installed package holds three sub-packages: :mod:`toolscore.scorer` (pure scoring),
 :mod:`toolscore.storage` (the database layer) and :mod:`toolscore.collector` (the service and
-its command line). ``__version__`` comes from the package metadata, read on first use so that
+its command line). The Python API (:func:`score_sample`, :func:`score_calls`,
+:func:`assert_tool_calls`, :func:`load_metrics`) lives in :mod:`toolscore.api`. ``__version__`` comes from the package metadata, read on first use so that
 ``toolscore score`` does not pay for :mod:`importlib.metadata` at start-up.
 """
 
@@ -21,7 +22,31 @@ if not _os.path.isdir(_os.path.join(_here, "collector")) and _os.path.isfile(
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from toolscore.api import (
+        Result,
+        SampleError,
+        ToolCall,
+        assert_tool_calls,
+        load_metrics,
+        score_calls,
+        score_sample,
+    )
+
     __version__: str
+
+#: The public API (:mod:`toolscore.api`), imported on first use.
+_API = frozenset(
+    {
+        "Result",
+        "SampleError",
+        "ToolCall",
+        "assert_tool_calls",
+        "load_metrics",
+        "score_calls",
+        "score_sample",
+    }
+)
+__all__ = ["__version__", *sorted(_API)]
 
 
 def __getattr__(name: str) -> object:
@@ -34,4 +59,8 @@ def __getattr__(name: str) -> object:
             value = "0+unknown"
         globals()["__version__"] = value
         return value
+    if name in _API:
+        from toolscore import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'toolscore' has no attribute {name!r}")
