@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import re
@@ -92,7 +93,7 @@ def _expected_output(block: str) -> list[str]:
     lines = block.splitlines()
     return [
         nxt[2:]
-        for line, nxt in zip(lines, lines[1:], strict=False)
+        for line, nxt in itertools.pairwise(lines)
         if "print(" in line and nxt.startswith("# ")
     ]
 

@@ -3,7 +3,8 @@
 The installed package holds three sub-packages: :mod:`toolscore.scorer` (pure scoring),
 :mod:`toolscore.storage` (the database layer) and :mod:`toolscore.collector` (the service and
 its command line). The Python API (:func:`score_sample`, :func:`score_calls`,
-:func:`assert_tool_calls`, :func:`load_metrics`) lives in :mod:`toolscore.api`. ``__version__`` comes from the package metadata, read on first use so that
+:func:`assert_tool_calls`, :func:`load_metrics`) lives in :mod:`toolscore.api`.
+``__version__`` comes from the package metadata, read on first use so that
 ``toolscore score`` does not pay for :mod:`importlib.metadata` at start-up.
 """
 
@@ -46,7 +47,16 @@ _API = frozenset(
         "score_sample",
     }
 )
-__all__ = ["__version__", *sorted(_API)]
+__all__ = [
+    "Result",
+    "SampleError",
+    "ToolCall",
+    "__version__",
+    "assert_tool_calls",
+    "load_metrics",
+    "score_calls",
+    "score_sample",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from toolscore.scorer.config import MetricInstance, ScoringConfig, default_config, load_config
 from toolscore.scorer.model import Reference, SampleError, ToolCall
@@ -94,7 +94,9 @@ def assert_tool_calls(
     if reference is None:
         results = score_sample(predicted, config, metrics=(metric,))
     else:
-        results = score_calls(predicted, reference, config, metrics=(metric,))
+        results = score_calls(
+            cast(Sequence[CallLike], predicted), reference, config, metrics=(metric,)
+        )
     result = results[metric]
     if result.score is None or result.score < threshold:
         raise AssertionError(f"{result.explain()} (needed >= {threshold:g})")
