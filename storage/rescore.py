@@ -10,13 +10,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, Integer, PrimaryKeyConstraint, Table, Text, and_, or_, select
+from sqlalchemy import (
+    Connection,
+    Integer,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    and_,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base
 from toolscore.storage.dialect import insert_ignore_duplicates
-from toolscore.storage.pipeline import STATUS_OPEN, UtcDateTime, conversations
+from toolscore.storage.pipeline import STATUS_OPEN, UtcDateTime, conversations, evaluations
 
 OUTCOME_RESCORED = "rescored"  # a new revision was written
 OUTCOME_UNCHANGED = "unchanged"  # same expectation version, configuration and results: no write
@@ -131,3 +142,17 @@ def unfinished_runs(conn: Connection) -> list[Run]:
         .order_by(rescore_runs.c.started_at)
     ).mappings()
     return [Run(**dict(r)) for r in rows]
+
+
+def recorded_metric_configs(conn: Connection) -> dict[str, dict[str, Any]]:
+    """Each metric instance the server has scored with, as its latest evaluation recorded it
+    (``metric_config``, the instance's normalised options), by instance name."""
+    e = evaluations.c
+    latest = (
+        select(func.max(e.id))
+        .where(e.metric_type != "unknown")
+        .group_by(e.metric)
+        .scalar_subquery()
+    )
+    rows = conn.execute(select(e.metric, e.metric_config).where(e.id.in_(latest))).all()
+    return {name: dict(options) for name, options in sorted(rows)}

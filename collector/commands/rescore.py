@@ -54,7 +54,10 @@ def register(subparsers: Any) -> None:
         "--since", type=parse_date, metavar="DATE", help="only conversations active since DATE"
     )
     parser.add_argument(
-        "--config", metavar="FILE", help="scoring configuration file (default: Ragas defaults)"
+        "--config",
+        metavar="FILE",
+        help="scoring configuration file (env TOOLSCORE_CONFIG; default: the metric instances "
+        "the server recorded in the database, else the Ragas defaults)",
     )
     parser.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     parser.add_argument(
@@ -180,27 +183,47 @@ class ProgressBar:
         self._stream.flush()
 
 
-def _load_config(path: str | None) -> Any:
-    from toolscore.scorer import default_config, load_config
+def resolve_config(
+    flag: str | None, environ: Mapping[str, str], recorded: Callable[[], Mapping[str, Any]]
+) -> tuple[Any, str]:
+    """The scoring configuration and where it came from: ``--config``, then
+    ``TOOLSCORE_CONFIG``, then the instances the server recorded, then the Ragas defaults."""
+    from toolscore.scorer import default_config, load_config, parse_config
 
-    return load_config(path) if path else default_config()
+    if flag:
+        return load_config(flag), f"--config {flag}"
+    if environ.get("TOOLSCORE_CONFIG"):
+        path = environ["TOOLSCORE_CONFIG"]
+        return load_config(path), f"TOOLSCORE_CONFIG={path}"
+    instances = recorded()
+    if instances:
+        config = parse_config({"metrics": dict(instances)})
+        return config, f"the metric instances the server recorded ({', '.join(instances)})"
+    return default_config(), "the Ragas defaults (no configuration given or recorded)"
 
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
     from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
-    try:
-        config = _load_config(args.config)
-    except Exception as exc:
-        print(f"toolscore rescore: --config {args.config}: {exc}", file=sys.stderr)
-        return 2
     url = resolve_db_url(args, os.environ)
     try:
         engine = create_engine(url)
     except DatabaseUrlError as exc:
         print(f"toolscore rescore: {exc}", file=sys.stderr)
         return 2
+
+    def recorded() -> Mapping[str, Any]:
+        with engine.connect() as conn:
+            return runs.recorded_metric_configs(conn)
+
+    try:
+        config, source = resolve_config(args.config, os.environ, recorded)
+    except Exception as exc:
+        engine.dispose()
+        print(f"toolscore rescore: scoring configuration: {exc}", file=sys.stderr)
+        return 2
+    print(f"scoring with {source}", file=sys.stderr)
     digest = config_hash(config)
     try:
         with engine.begin() as conn:

@@ -188,3 +188,76 @@ def test_progress_bar_draws_only_on_a_terminal() -> None:
         "rescoring [#####.....] 2/4 conversations",
         "rescoring [##########] 4/4 conversations\n",
     ]
+
+
+SERVER_CONFIG = (
+    "metrics:\n"
+    "  loose: {type: tool_call_accuracy, order: subsequence}\n"
+    "  tool_call_f1: {type: tool_call_f1}\n"
+)
+
+
+@pytest.fixture
+def custom_scored_db(sqlite_url: str, tmp_path: Path) -> str:
+    """Two conversations scored by a real server running its own metric instances."""
+    config = tmp_path / "server.yaml"
+    config.write_text(SERVER_CONFIG)
+    import_refs(sqlite_url, ExpectationData(id="w", reference_tool_calls=[WEATHER]))
+    with pipeline_server(sqlite_url, config_path=config) as srv:
+        provider = otlp_provider(srv, grpc=True)
+        for conv in CONVS[:2]:
+            genai_agent_trace(
+                provider.get_tracer("app"),
+                conv,
+                [WEATHER, TIME],
+                "weather?",
+                {"toolscore.reference.id": "w"},
+            )
+        provider.force_flush()
+        provider.shutdown()
+        wait_scored(sqlite_url, CONVS[:2])
+    return sqlite_url
+
+
+def test_without_config_it_rescores_with_the_instances_the_server_recorded(
+    custom_scored_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _current(custom_scored_db)
+    assert main(["rescore", "--db", custom_scored_db, "--force"]) == 0
+    err = capsys.readouterr().err
+    assert "scoring with the metric instances the server recorded (loose, tool_call_f1)" in err
+    after = _current(custom_scored_db)
+    assert set(after) == set(before)  # same instances, none dropped, no default added
+    for key, row in after.items():
+        assert row["revision"] == 2
+        assert row["metric_config"] == before[key]["metric_config"]
+        assert row["score"] == before[key]["score"]
+
+
+def test_config_flag_then_environment_win_over_what_was_recorded(
+    custom_scored_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env_config = tmp_path / "env.yaml"
+    env_config.write_text("metrics:\n  from_env: {type: tool_call_f1}\n")
+    monkeypatch.setenv("TOOLSCORE_CONFIG", str(env_config))
+    assert main(["rescore", "--db", custom_scored_db]) == 0
+    assert f"scoring with TOOLSCORE_CONFIG={env_config}" in capsys.readouterr().err
+    assert {m for _, m in _current(custom_scored_db)} == {"from_env"}
+    flag_config = tmp_path / "flag.yaml"
+    flag_config.write_text("metrics:\n  from_flag: {type: tool_call_f1}\n")
+    assert main(["rescore", "--db", custom_scored_db, "--config", str(flag_config)]) == 0
+    assert f"scoring with --config {flag_config}" in capsys.readouterr().err
+    assert {m for _, m in _current(custom_scored_db)} == {"from_flag"}
+
+
+def test_with_nothing_recorded_it_says_it_uses_the_defaults(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import_refs(sqlite_url, ExpectationData(id="w", reference_tool_calls=[WEATHER]))
+    assert main(["rescore", "--db", sqlite_url]) == 0
+    assert "scoring with the Ragas defaults (no configuration given or recorded)" in (
+        capsys.readouterr().err
+    )
