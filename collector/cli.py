@@ -96,9 +96,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = args.handler
     try:
         status: int = handler(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
     return status
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (``toolscore refs list | head -1``): not an error of
+    ours, so no traceback and status 0; stdout is pointed at /dev/null so that the
+    interpreter's final flush does not fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
