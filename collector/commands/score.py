@@ -80,6 +80,26 @@ def register(subparsers: Any) -> None:
             f"only); each gets at least {_MIN_BYTES_PER_PROCESS >> 20} MiB"
         ),
     )
+    parser.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit status 1 when METRIC's mean over the scored samples is below VALUE; a "
+        "summary per metric goes to stderr (repeatable; scores in one process)",
+    )
+    parser.add_argument(
+        "--pass-threshold",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="score at or above which a sample passes METRIC (pass rate, JUnit; default 1.0)",
+    )
+    parser.add_argument(
+        "--junit",
+        metavar="PATH",
+        help="write JUnit XML: a test case per sample and metric, failing below its threshold",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -119,6 +139,9 @@ def quick_args(argv: list[str]) -> argparse.Namespace | None:
         config=config,
         no_details=no_details,
         jobs=jobs,
+        fail_under=[],
+        pass_threshold=[],
+        junit=None,
         handler=_handle,
     )
     return namespace  # type: ignore[return-value]  # the attributes argparse would set
@@ -139,11 +162,18 @@ def _handle(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    try:
+        gate = _gate(args, config)
+    except ValueError as exc:
+        print(f"toolscore score: {exc}", file=sys.stderr)
+        return 2
     total = _size(source)
     jobs = args.jobs if args.jobs > 0 else _cores()
     progress = _Progress(sys.stderr, total) if sys.stderr.isatty() else None
     job = _Job(config, not args.no_details)
     try:
+        if gate is not None:
+            return _gated_run(job, source, progress, gate, getattr(args, "junit", None))
         return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
     except BrokenPipeError:  # e.g. `toolscore score big.jsonl | head`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -154,6 +184,64 @@ def _handle(args: argparse.Namespace) -> int:
             progress.close()
         if source is not sys.stdin.buffer:
             source.close()
+
+
+def _gate(args: argparse.Namespace, config: Any) -> Any:
+    """The CI gate the flags ask for (``None`` without ``--fail-under`` / ``--junit``)."""
+    fail_under = getattr(args, "fail_under", None) or []
+    junit = getattr(args, "junit", None)
+    if not fail_under and junit is None:
+        return None
+    from toolscore.collector.gate import ScoreGate, parse_levels
+    from toolscore.scorer import default_config
+
+    names = list((config or default_config()).instances)
+    return ScoreGate(
+        names,
+        pass_thresholds=parse_levels(
+            getattr(args, "pass_threshold", []), "--pass-threshold", names
+        ),
+        fail_under=parse_levels(fail_under, "--fail-under", names),
+        keep_cases=junit is not None,
+    )
+
+
+def _gated_run(job: _Job, source: IO[bytes], progress: Any, gate: Any, junit: str | None) -> int:
+    """Score in this process, feeding every output row to ``gate``; then report on it."""
+    out = _GatedOutput(sys.stdout.buffer, gate)
+    status = run(job, source, out, progress=progress, jobs=1)  # type: ignore[arg-type]
+    for line in gate.summary_lines():
+        print(line, file=sys.stderr)
+    if junit is not None:
+        try:
+            with open(junit, "wb") as stream:
+                gate.write_junit(stream)
+        except OSError as exc:
+            print(f"toolscore score: cannot write {junit}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    return 1 if status or gate.failed() else 0
+
+
+class _GatedOutput:
+    """The output stream, read back row by row by the gate as it is written."""
+
+    def __init__(self, out: IO[bytes], gate: Any) -> None:
+        import orjson
+
+        self._out, self._gate, self._loads = out, gate, orjson.loads
+        self._partial = b""
+
+    def write(self, data: bytes) -> int:
+        self._out.write(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line:
+                self._gate.add(self._loads(line))
+        return len(data)
+
+    def flush(self) -> None:
+        self._out.flush()
 
 
 def _cores() -> int:
