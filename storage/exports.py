@@ -82,6 +82,7 @@ class ExportItem:
     expectation_version: int | None
     metric: str
     metric_type: str
+    metric_config: Any
     score: float | None
     error: str | None
     details: Any
@@ -140,6 +141,7 @@ def claim_batch(
             e.c.expectation_version,
             e.c.metric,
             e.c.metric_type,
+            e.c.metric_config,
             e.c.score,
             e.c.error,
             e.c.details,
@@ -173,6 +175,7 @@ def claim_batch(
             expectation_version=r["expectation_version"],
             metric=r["metric"],
             metric_type=r["metric_type"],
+            metric_config=r["metric_config"],
             score=r["score"],
             error=r["error"],
             details=r["details"],

@@ -7,6 +7,7 @@ drop the evaluation spans a Collector loops back to us (no feedback loop).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,15 @@ ATTR_SCORE_VALUE = "gen_ai.evaluation.score.value"
 ATTR_SCORE_LABEL = "gen_ai.evaluation.score.label"
 ATTR_EXPLANATION = "gen_ai.evaluation.explanation"
 
+# Evaluator and reference-set provenance, as proposed for the GenAI conventions
+# (open-telemetry/semantic-conventions-genai PR #359; not yet in a release).
+ATTR_EVALUATOR_ID = "gen_ai.evaluation.evaluator.id"
+ATTR_EVALUATOR_VERSION = "gen_ai.evaluation.evaluator.version"
+ATTR_EVALUATOR_TYPE = "gen_ai.evaluation.evaluator.type"
+ATTR_REFERENCE_SET_ID = "gen_ai.evaluation.reference_set.id"
+ATTR_REFERENCE_SET_VERSION = "gen_ai.evaluation.reference_set.version"
+EVALUATOR_TYPE = "deterministic"  # the PR's values: llm_judge | deterministic | human
+
 # toolscore's own attributes.
 ATTR_MARKER = "toolscore.evaluation"  # always True on what we emit: the loop-back marker
 ATTR_EXPECTATION_ID = "toolscore.expectation.id"
@@ -29,6 +39,7 @@ ATTR_CONVERSATION_ID = "toolscore.conversation.id"
 ATTR_REVISION = "toolscore.evaluation.revision"
 ATTR_EVALUATION_ID = "toolscore.evaluation.id"
 ATTR_METRIC_TYPE = "toolscore.metric.type"
+ATTR_METRIC_CONFIG_HASH = "toolscore.metric.config_hash"
 ATTR_PREDICTED_COUNT = "toolscore.tool_calls.predicted_count"
 ATTR_EXPECTED_COUNT = "toolscore.tool_calls.expected_count"
 ATTR_THRESHOLD = "toolscore.evaluation.threshold"
@@ -166,6 +177,32 @@ def evaluation_attributes(
         attrs[ATTR_PREDICTED_COUNT] = predicted_count
     if expected_count is not None:
         attrs[ATTR_EXPECTED_COUNT] = expected_count
+    return attrs
+
+
+def metric_config_hash(metric_type: str, options: Any) -> str:
+    """A stable short hash of one metric instance's type and normalised options."""
+    blob = json.dumps([metric_type, options], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def provenance_attributes(
+    *, metric_type: str, metric_config: Any, expectation_id: str | None, version: int | None
+) -> dict[str, Any]:
+    """Which evaluator (toolscore, its version, the metric and its configuration) and which
+    reference (the expectation and its version) produced an evaluation."""
+    from toolscore import __version__
+
+    attrs: dict[str, Any] = {
+        ATTR_EVALUATOR_ID: f"toolscore.{metric_type}",
+        ATTR_EVALUATOR_VERSION: __version__,
+        ATTR_EVALUATOR_TYPE: EVALUATOR_TYPE,
+        ATTR_METRIC_CONFIG_HASH: metric_config_hash(metric_type, metric_config),
+    }
+    if expectation_id is not None:
+        attrs[ATTR_REFERENCE_SET_ID] = expectation_id
+    if version is not None:
+        attrs[ATTR_REFERENCE_SET_VERSION] = str(version)
     return attrs
 
 

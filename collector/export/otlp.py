@@ -40,6 +40,7 @@ from toolscore.collector.export.attributes import (
     TOOLSCORE_SCOPE_NAME,
     TOOLSCORE_SERVICE_NAME,
     evaluation_attributes,
+    provenance_attributes,
     span_name,
     threshold_for,
 )
@@ -182,7 +183,7 @@ class EvaluationEmitter:
         self._logger = self._logger_provider.get_logger(TOOLSCORE_SCOPE_NAME, version)
 
     def _attributes(self, item: ExportItem) -> dict[str, Any]:
-        return evaluation_attributes(
+        attrs = evaluation_attributes(
             evaluation_id=item.evaluation_id,
             metric=item.metric,
             metric_type=item.metric_type,
@@ -197,6 +198,15 @@ class EvaluationEmitter:
             predicted_count=item.predicted_count,
             expected_count=item.expected_count,
         )
+        attrs.update(
+            provenance_attributes(
+                metric_type=item.metric_type,
+                metric_config=item.metric_config,
+                expectation_id=item.expectation_id,
+                version=item.expectation_version,
+            )
+        )
+        return attrs
 
     def build_spans(self, items: Sequence[ExportItem]) -> list[ReadableSpan]:
         """The evaluation spans of ``items`` (ended, not yet exported)."""

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 
+import toolscore
 from tests.collector.export.sink import GrpcSink, attrs
 from tests.collector.pipeline.e2e import (
     genai_agent_trace,
@@ -25,6 +26,7 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.integration.serve_harness import RunningServer, count_rows, server_settings
+from toolscore.collector.export.attributes import metric_config_hash
 from toolscore.collector.export.extension import export_extension
 from toolscore.collector.export.settings import resolve_export_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
@@ -140,6 +142,16 @@ def test_running_server_writes_evaluations_back_into_the_agents_trace(db_url: st
             a["toolscore.tool_calls.expected_count"],
         ) == (2, 1)
         assert a["gen_ai.evaluation.explanation"]
+        assert a["gen_ai.evaluation.evaluator.id"] == f"toolscore.{row['metric_type']}"
+        assert a["gen_ai.evaluation.evaluator.version"] == toolscore.__version__
+        assert a["gen_ai.evaluation.evaluator.type"] == "deterministic"
+        assert a["toolscore.metric.config_hash"] == metric_config_hash(
+            row["metric_type"], row["metric_config"]
+        )
+        assert (
+            a["gen_ai.evaluation.reference_set.id"],
+            a["gen_ai.evaluation.reference_set.version"],
+        ) == ("w", "1")
         record = logs[row["id"]]
         assert record.event_name == "gen_ai.evaluation.result"
         assert record.trace_id == span.trace_id
