@@ -152,11 +152,13 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
     """
     import orjson
 
-    from toolscore.collector.commands.score import _Codec, _Job, run
+    from toolscore.collector.offline.engine import run
+    from toolscore.collector.offline.job import Job
+    from toolscore.storage.jsoncodec import LineCodec
     from toolscore.scorer import bulk
 
     lines = data.splitlines(keepends=True)
-    plan, codec, clock = bulk.DEFAULT_PLAN, _Codec(), time.perf_counter_ns
+    plan, codec, clock = bulk.DEFAULT_PLAN, LineCodec(), time.perf_counter_ns
     labels = [
         "decode: orjson.loads",
         "validate + collect calls (bulk._predicted)",
@@ -198,7 +200,7 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             codec.has_long_numbers(data[i : i + (64 << 10)])
         spent[6] = clock() - t0
         t0 = clock()
-        run(_Job(None, True), io.BytesIO(data), io.BytesIO())
+        run(Job(None, True), io.BytesIO(data), io.BytesIO())
         spent[7] = clock() - t0
         gc.enable()
         for i, value in enumerate(spent):

@@ -149,3 +149,25 @@ def _why(row: Mapping[str, Any], metric: str) -> str:
     details = row["details"].get(metric) or {}
     reasons = details.get("reasons") or []
     return "; ".join(str(r) for r in reasons) or "as expected"
+
+
+class GatedOutput:
+    """An output stream whose rows ``gate`` reads back as they are written."""
+
+    def __init__(self, out: IO[bytes], gate: ScoreGate) -> None:
+        from toolscore.storage.jsoncodec import LineCodec
+
+        self._out, self._gate, self._loads = out, gate, LineCodec().loads
+        self._partial = b""
+
+    def write(self, data: bytes) -> int:
+        self._out.write(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line:
+                self._gate.add(self._loads(line))
+        return len(data)
+
+    def flush(self) -> None:
+        self._out.flush()

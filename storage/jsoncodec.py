@@ -43,3 +43,36 @@ def json_loads(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+class LineCodec:
+    """The same semantics for JSON Lines as bytes (``toolscore score``'s hot loop): the
+    functions are attributes so that the loop looks them up once, and the long-number test
+    can be made once for a whole chunk of lines, which then go straight to orjson."""
+
+    def __init__(self) -> None:
+        self.json_loads, self._json_dumps = json.loads, json.dumps
+        self.orjson_loads, self.orjson_dumps = orjson.loads, orjson.dumps
+        self.newline = orjson.OPT_APPEND_NEWLINE
+
+    def has_long_numbers(self, data: bytes) -> bool:
+        """Whether ``data`` may hold an integer that orjson would not read as ``json`` does."""
+        return _LONG_RUN in data.translate(_DIGITS_AS_ZERO)
+
+    def loads(self, data: bytes) -> Any:
+        """Decode one line whatever it holds."""
+        if self.has_long_numbers(data):
+            return self.json_loads(data)
+        try:
+            return self.orjson_loads(data)
+        except ValueError:
+            pass  # NaN, Infinity, lone surrogates: json accepts them, as Ragas users' json does
+        return self.json_loads(data)
+
+    def dumps(self, row: Any) -> bytes:
+        """One output line."""
+        try:
+            return self.orjson_dumps(row, None, self.newline)
+        except TypeError:  # e.g. an integer id beyond 64 bits
+            text: str = self._json_dumps(row, ensure_ascii=False)
+            return text.encode("utf-8", "surrogatepass") + b"\n"

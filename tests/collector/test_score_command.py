@@ -339,7 +339,8 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
 ):
     import io
 
-    from toolscore.collector.commands import score
+    from toolscore.collector.offline import engine
+    from toolscore.collector.offline.job import Job
 
     lines: list[Any] = [padded(GOOD, i) if i % 3 else padded(SWAPPED, i) for i in range(3500)]
     lines[3100] = "{broken"  # in the third share
@@ -349,7 +350,7 @@ def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_
     for jobs in (1, 3):
         out = io.BytesIO()
         with path.open("rb") as source:
-            status = score.run(score._Job(None, True), source, out, jobs=jobs)
+            status = engine.run(Job(None, True), source, out, jobs=jobs)
         outputs_by_jobs[jobs] = (status, out.getvalue())
     assert outputs_by_jobs[3] == outputs_by_jobs[1]
     assert outputs_by_jobs[1][0] == 1
@@ -452,16 +453,17 @@ def _line_strategy() -> Any:
 def _run_lines(lines: list[bytes], details: bool, tmp_dir: Path, jobs: int) -> tuple[bytes, int]:
     import io
 
-    from toolscore.collector.commands import score
+    from toolscore.collector.offline import engine
+    from toolscore.collector.offline.job import Job
 
     data = b"\n".join([json.dumps(GOOD).encode(), *lines]) + b"\n"
     path = tmp_dir / "lines.jsonl"
     path.write_bytes(data)
     out = io.BytesIO()
     with path.open("rb") as source:
-        status = score.run(score._Job(None, details), source, out, jobs=jobs)
+        status = engine.run(Job(None, details), source, out, jobs=jobs)
     streamed = io.BytesIO()  # the same bytes through the pipe/stdin path
-    assert score.run(score._Job(None, details), io.BytesIO(data), streamed) == status
+    assert engine.run(Job(None, details), io.BytesIO(data), streamed) == status
     assert streamed.getvalue() == out.getvalue()
     return out.getvalue(), status
 
@@ -470,11 +472,11 @@ def test_the_command_writes_what_the_general_path_and_json_give(tmp_path, monkey
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from toolscore.collector.commands import score
+    from toolscore.collector.offline import engine, job
 
     # Tiny blocks and chunks, so that their boundaries fall everywhere.
-    monkeypatch.setattr(score, "_SEGMENT_BYTES", 1500)
-    monkeypatch.setattr(score, "_CHUNK_BYTES", 300)
+    monkeypatch.setattr(engine, "SEGMENT_BYTES", 1500)
+    monkeypatch.setattr(job, "CHUNK_BYTES", 300)
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(_line_strategy(), max_size=12), st.booleans())
@@ -489,11 +491,11 @@ def test_forked_shares_write_what_one_process_writes(tmp_path, monkeypatch):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from toolscore.collector.commands import score
+    from toolscore.collector.offline import engine, job
 
-    monkeypatch.setattr(score, "_FORKED_SEGMENT_BYTES", 4000)
-    monkeypatch.setattr(score, "_CHUNK_BYTES", 300)
-    monkeypatch.setattr(score, "_MIN_BYTES_PER_PROCESS", 500)  # fork for small inputs too
+    monkeypatch.setattr(engine, "FORKED_SEGMENT_BYTES", 4000)
+    monkeypatch.setattr(job, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(engine, "MIN_BYTES_PER_PROCESS", 500)  # fork for small inputs too
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(_line_strategy(), min_size=4, max_size=16), st.booleans(), st.integers(2, 3))
