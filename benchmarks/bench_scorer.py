@@ -154,8 +154,8 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
 
     from toolscore.collector.offline.engine import run
     from toolscore.collector.offline.job import Job
-    from toolscore.storage.jsoncodec import LineCodec
     from toolscore.scorer import bulk
+    from toolscore.storage.jsoncodec import LineCodec
 
     lines = data.splitlines(keepends=True)
     plan, codec, clock = bulk.DEFAULT_PLAN, LineCodec(), time.perf_counter_ns

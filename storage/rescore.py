@@ -156,3 +156,13 @@ def recorded_metric_configs(conn: Connection) -> dict[str, dict[str, Any]]:
     )
     rows = conn.execute(select(e.metric, e.metric_config).where(e.id.in_(latest))).all()
     return {name: dict(options) for name, options in sorted(rows)}
+
+
+def current_evaluations(conn: Connection, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """The current revision's evaluation rows of each conversation of ``ids``."""
+    e = evaluations.c
+    rows: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+    query = select(evaluations).where(e.conversation_id.in_(list(ids)), e.is_current.is_(True))
+    for r in conn.execute(query).mappings():
+        rows[r["conversation_id"]].append(dict(r))
+    return rows

@@ -19,6 +19,7 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from toolscore.collector.cli import main
+from toolscore.collector import rescoring
 from toolscore.collector.commands import rescore as rescore_cmd
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
@@ -127,7 +128,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(
     scored_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import_refs(scored_db, ExpectationData(id="w", reference_tool_calls=[WEATHER, TIME]))
-    monkeypatch.setattr(rescore_cmd, "CHUNK", 2)
+    monkeypatch.setattr(rescoring, "CHUNK", 2)
 
     class Interrupt:
         def __init__(self, stream: Any) -> None:
