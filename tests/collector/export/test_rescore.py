@@ -18,8 +18,8 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
-from toolscore.collector.cli import main
 from toolscore.collector import rescoring
+from toolscore.collector.cli import main
 from toolscore.collector.commands import rescore as rescore_cmd
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
