@@ -19,8 +19,8 @@ import orjson
 from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.base import Base, Int64, JsonType
+from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 
 _TAGS = ("$bytes", "$float", "$str")
 
