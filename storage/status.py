@@ -1,0 +1,50 @@
+"""Cheap questions about the service's backlog, asked every few seconds (indexed queries only)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, func, select
+
+from toolscore.storage.exports import evaluation_exports
+from toolscore.storage.pipeline import conversations
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    waiting: int  # conversations that need scoring (new spans since their last scoring)
+    oldest_waiting_s: float | None  # age of the oldest one's last span; None when none waits
+    export_pending: int  # evaluations not yet written back
+    export_failing: int  # of those, the ones whose last attempt failed
+
+
+def backlog(conn: Connection, now: dt.datetime) -> Backlog:
+    """What waits to be scored and to be written back."""
+    c = conversations.c
+    waiting, oldest = conn.execute(
+        select(func.count(), func.min(c.last_span_at)).where(c.needs_scoring.is_(True))
+    ).one()
+    x = evaluation_exports.c
+    pending, failing = conn.execute(
+        select(func.count(), func.count().filter(x.attempts > 0)).where(x.exported_at.is_(None))
+    ).one()
+    age = None
+    if oldest is not None:
+        age = max(0.0, (now - _aware(oldest)).total_seconds())
+    return Backlog(int(waiting), age, int(pending), int(failing))
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def backlog_reader(engine: Engine) -> Callable[[], Backlog]:
+    """:func:`backlog` on a connection of its own each call (for a polling thread)."""
+
+    def read() -> Backlog:
+        with engine.connect() as conn:
+            return backlog(conn, dt.datetime.now(dt.UTC))
+
+    return read

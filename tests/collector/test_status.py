@@ -1,0 +1,86 @@
+"""The server says what it does: backlog gauges on /metrics and one activity line per period."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+import requests
+
+from tests.collector.pipeline.e2e import (
+    SETTLE_S,
+    genai_agent_trace,
+    import_refs,
+    otlp_provider,
+    wait_scored,
+)
+from tests.integration.serve_harness import RunningServer, server_settings
+from toolscore.collector.pipeline.extension import pipeline_extension
+from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.collector.status import activity_line, status_extension
+from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.status import Backlog
+
+WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
+
+
+def _gauge(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_gauges_show_the_backlog_and_the_log_line_counts_what_happened(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import_refs(db_url, ExpectationData(id="w", reference_tool_calls=[WEATHER]))
+    caplog.set_level(logging.INFO, logger="toolscore.activity")
+    # settle long enough to see the conversations wait, then short polls and log periods
+    extensions = [
+        pipeline_extension(PipelineOptions(settle_s=3 * SETTLE_S, root_idle_s=3 * SETTLE_S)),
+        status_extension(poll_s=0.1, log_every_s=0.5),
+    ]
+    with RunningServer(server_settings(db_url), extensions) as srv:
+        provider = otlp_provider(srv)
+        for i in range(3):
+            genai_agent_trace(
+                provider.get_tracer("t"),
+                f"status-{i}",
+                [WEATHER],
+                "weather?",
+                {"toolscore.reference.id": "w" if i < 2 else "nope"},
+            )
+        provider.force_flush()
+        time.sleep(0.5)
+        waiting = requests.get(f"{srv.http_url}/metrics", timeout=5).text
+        assert _gauge(waiting, "toolscore_conversations_waiting") == 3
+        assert _gauge(waiting, "toolscore_conversations_oldest_waiting_seconds") > 0
+        wait_scored(db_url, ["status-0", "status-1"])
+        time.sleep(1.2)  # a poll and a log period after the scoring
+        after = requests.get(f"{srv.http_url}/metrics", timeout=5).text
+        provider.shutdown()
+    assert _gauge(after, "toolscore_conversations_waiting") == 0
+    assert _gauge(after, "toolscore_export_backlog_evaluations") == 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolscore.activity"]
+    spans = sum(int(m.split("received ")[1].split(" spans")[0]) for m in lines)
+    scored = sum(int(m.split("scored ")[1].split(",")[0]) for m in lines)
+    unmatched = sum(int(m.split("unmatched ")[1].split(",")[0]) for m in lines)
+    assert (spans, scored, unmatched) == (count_spans(db_url), 2, 1)
+    assert all(m.startswith("last 0.5 s: received ") for m in lines)
+
+
+def count_spans(db_url: str) -> int:
+    from tests.integration.serve_harness import count_rows
+
+    return count_rows(db_url)
+
+
+def test_the_line_names_every_figure() -> None:
+    changed = {"spans": 7, "log records": 2, "scored": 1, "unmatched": 0, "failed": 0}
+    backlog = Backlog(waiting=4, oldest_waiting_s=12.4, export_pending=3, export_failing=1)
+    assert activity_line(changed, backlog, 60) == (
+        "last 60 s: received 7 spans, 2 log records; conversations scored 1, unmatched 0, "
+        "failed 0; waiting 4, oldest 12 s; write-back backlog 3"
+    )
