@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 # Order is the order shown in ``toolscore --help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "toolscore.collector.commands.score",
+    "toolscore.collector.commands.evaluate",
     "toolscore.collector.commands.serve",
     "toolscore.collector.commands.db",
     "toolscore.collector.commands.refs",

@@ -1,0 +1,130 @@
+"""``toolscore evaluate TRACES... --refs FILE``: score conversations from OTLP files, no server.
+
+Writes one JSON line per conversation (``toolscore score``'s row shape, keyed by conversation
+id, with its ``status`` and ``expectation``) to stdout; ``--fail-under`` and ``--junit`` gate on
+them as ``toolscore score`` does. Exit status: 0; 1 when a gate failed or a matched conversation
+could not be scored; 2 on a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="score conversations from OTLP/JSON files (an OpenTelemetry Collector file "
+        "exporter's output) against expectations, without a server",
+    )
+    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="OTLP/JSON lines")
+    parser.add_argument("--refs", required=True, type=Path, metavar="FILE", help="expectations")
+    parser.add_argument(
+        "--config", metavar="FILE", help="metric instances (env TOOLSCORE_CONFIG; default Ragas's)"
+    )
+    parser.add_argument(
+        "--conversation-key",
+        action="append",
+        metavar="ATTR",
+        help="span attribute naming the conversation (repeatable; default: the server's list)",
+    )
+    parser.add_argument(
+        "--reference-key",
+        default=DEFAULT_REFERENCE_KEY,
+        metavar="ATTR",
+        help=f"span attribute naming the expectation (default {DEFAULT_REFERENCE_KEY})",
+    )
+    parser.add_argument(
+        "--handoffs",
+        choices=("include", "exclude"),
+        default="include",
+        help="count handoffs to other agents as tool calls (default include, as serve)",
+    )
+    for flag, text in (
+        ("--fail-under", "exit status 1 when METRIC's mean is below VALUE (repeatable)"),
+        ("--pass-threshold", "score at or above which METRIC passes (default 1.0)"),
+    ):
+        parser.add_argument(flag, action="append", default=[], metavar="METRIC=VALUE", help=text)
+    parser.add_argument("--junit", metavar="PATH", help="write JUnit XML (a case per conversation)")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from toolscore.collector.evaluate import EvaluateError, EvaluateOptions, evaluate, load
+    from toolscore.collector.refs_file import RefsFileError, load_refs_file
+    from toolscore.scorer import ConfigError, default_config, load_config
+
+    config_path = args.config or os.environ.get("TOOLSCORE_CONFIG")
+    try:
+        config = load_config(config_path) if config_path else default_config()
+        names = list(config.instances)
+        gate = _gate(args, names)
+        expectations = load_refs_file(args.refs, metric_names=names)
+        loaded = load(args.traces)
+    except (ConfigError, EvaluateError, ValueError) as exc:
+        return _usage(str(exc))
+    except RefsFileError as exc:
+        return _usage(f"{args.refs} rejected:\n" + "\n".join(f"  {p}" for p in exc.problems))
+    options = EvaluateOptions(
+        config,
+        tuple(args.conversation_key or DEFAULT_CONVERSATION_KEYS),
+        args.reference_key,
+        args.handoffs == "include",
+    )
+    print(
+        f"toolscore evaluate: {len(loaded.spans)} spans, {len(loaded.logs)} log records"
+        + (f" ({loaded.rejected} rejected)" if loaded.rejected else ""),
+        file=sys.stderr,
+    )
+    return _write(evaluate(loaded, expectations, options), names, gate, args.junit)
+
+
+def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> int:
+    from toolscore.collector.evaluate import outcome_row
+    from toolscore.storage.jsoncodec import LineCodec
+
+    dumps = LineCodec().dumps
+    failed = False
+    for outcome in found:
+        row = outcome_row(outcome, names)
+        failed = failed or outcome.status == "error"  # unmatched ones are only reported
+        sys.stdout.buffer.write(dumps(row))
+        gate.add(row)
+    sys.stdout.flush()
+    statuses = {o.status for o in found}
+    print(
+        f"toolscore evaluate: {len(found)} conversations ({', '.join(sorted(statuses))})",
+        file=sys.stderr,
+    )
+    if gate.fail_under or junit:
+        for line in gate.summary_lines():
+            print(line, file=sys.stderr)
+    if junit is not None:
+        try:
+            with open(junit, "wb") as stream:
+                gate.write_junit(stream, suite="toolscore evaluate")
+        except OSError as exc:
+            return _usage(f"cannot write {junit}: {exc.strerror or exc}")
+    return 1 if failed or gate.failed() else 0
+
+
+def _gate(args: argparse.Namespace, names: list[str]) -> Any:
+    from toolscore.collector.gate import ScoreGate, parse_levels
+
+    return ScoreGate(
+        names,
+        pass_thresholds=parse_levels(args.pass_threshold, "--pass-threshold", names),
+        fail_under=parse_levels(args.fail_under, "--fail-under", names),
+        keep_cases=args.junit is not None,
+    )
+
+
+def _usage(message: str) -> int:
+    print(f"toolscore evaluate: {message}", file=sys.stderr)
+    return 2
