@@ -6,7 +6,10 @@ agent exports its spans with the standard OpenTelemetry OTLP/HTTP exporter; tool
 them into conversations, matches each to an expectation (examples/expectations.yaml) and scores
 its tool calls.
 
-    python examples/quickstart/agent.py [--endpoint http://127.0.0.1:4318]
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python examples/quickstart/agent.py
+
+Like any OpenTelemetry program it reads the standard ``OTEL_EXPORTER_OTLP_*`` variables (the
+default endpoint is http://localhost:4318); ``--endpoint URL`` overrides them.
 """
 
 from __future__ import annotations
@@ -100,14 +103,20 @@ def build_agent() -> Agent[None, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--endpoint", default="http://127.0.0.1:4318", help="toolscore serve's OTLP/HTTP address"
+        "--endpoint",
+        help="toolscore serve's OTLP/HTTP address (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "else http://localhost:4318)",
     )
     args = parser.parse_args(argv)
 
     provider = TracerProvider(resource=Resource.create({"service.name": "quickstart-agent"}))
-    provider.add_span_processor(
-        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{args.endpoint.rstrip('/')}/v1/traces"))
+    # Without --endpoint the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT itself.
+    exporter = (
+        OTLPSpanExporter(endpoint=f"{args.endpoint.rstrip('/')}/v1/traces")
+        if args.endpoint
+        else OTLPSpanExporter()
     )
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     agent = build_agent()
     for question, conversation_id in CONVERSATIONS:

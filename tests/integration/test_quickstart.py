@@ -26,8 +26,10 @@ TOOLSCORE = [sys.executable, "-m", "toolscore"]
 CONVERSATIONS = ["demo-weather-1", "demo-time-1", "demo-forecast-1"]
 
 
-def run(*args: str, db_url: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TOOLSCORE_DB": db_url}
+def run(
+    *args: str, db_url: str, stdin: str | None = None, **environ: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TOOLSCORE_DB": db_url, **environ}
     return subprocess.run(
         [*args], cwd=ROOT, env=env, input=stdin, capture_output=True, text=True, timeout=120
     )
@@ -117,7 +119,13 @@ def readme_sql(dialect: str) -> list[str]:
 def test_quickstart_end_to_end(db_url: str, serve: str) -> None:
     imported = run(*TOOLSCORE, "refs", "import", "examples/expectations.yaml", db_url=db_url)
     assert imported.returncode == 0, imported.stderr
-    agent = run(sys.executable, "examples/quickstart/agent.py", "--endpoint", serve, db_url=db_url)
+    # as the README says: the agent finds toolscore through the standard OTel variable
+    agent = run(
+        sys.executable,
+        "examples/quickstart/agent.py",
+        db_url=db_url,
+        OTEL_EXPORTER_OTLP_ENDPOINT=serve,
+    )
     assert agent.returncode == 0, agent.stderr
     wait_scored(db_url, CONVERSATIONS, timeout_s=60)
 
