@@ -7,18 +7,24 @@ one *moves*: its trace-keyed conversation is dropped (its evaluations, if it was
 stay in the history as superseded) and the named conversation takes it. Once a trace belongs to a
 named conversation it stays there: the first name wins over conflicting later ones.
 
-Cost per ingest batch, whatever its size: one ``SELECT`` of known traces, one upsert of new trace
-assignments, one upsert of conversations, plus two small statements only when traces move.
+Reference ids (``toolscore.reference.id`` on any span or resource) belong to the conversation:
+one stored on a trace-keyed conversation moves with its trace, one arriving later on any span of
+a trace reaches the trace's conversation, and the first one stored for a conversation stays
+(conflicting later ones, from any of its traces, are ignored). See ``storage.assignments`` for
+why concurrent transactions (several servers) cannot lose a move or a reference id.
+
+Cost per ingest batch, whatever its size: one insert of new trace assignments, one locking
+``SELECT`` of already known traces (none if all are new), one upsert of conversations, plus three
+small statements only when traces move.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, case, false, func, select, true
+from sqlalchemy import Connection
 
 from toolscore.collector.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
@@ -27,15 +33,13 @@ from toolscore.collector.conversation_keys import (
     reference_id_for,
 )
 from toolscore.collector.model import SpanRecord
-from toolscore.storage.pipeline import (
-    STATUS_OPEN,
-    conversation_traces,
-    conversations,
-    evaluations,
-    insert_for,
+from toolscore.storage.assignments import (
+    ConversationTouch,
+    TraceState,
+    claim_traces,
+    move_traces,
+    upsert_conversations,
 )
-
-_CHUNK = 500  # bound on IN (...) list sizes
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +64,6 @@ class _TraceInBatch:
     root_span_id: str | None
     reference_id: str | None
     first_start_ns: int
-
-
-def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 def _summarise(
@@ -101,21 +100,6 @@ def _summarise(
     return out
 
 
-def _known_traces(conn: Connection, trace_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    """trace id -> (its conversation, that conversation's last trace) for already-known traces."""
-    ct, c = conversation_traces, conversations
-    known: dict[str, tuple[str, str | None]] = {}
-    for chunk in _chunks(trace_ids):
-        rows = conn.execute(
-            select(ct.c.trace_id, ct.c.conversation_id, c.c.last_trace_id)
-            .select_from(ct.outerjoin(c, c.c.id == ct.c.conversation_id))
-            .where(ct.c.trace_id.in_(chunk))
-        )
-        for trace_id, conversation_id, last_trace_id in rows:
-            known[trace_id] = (conversation_id, last_trace_id)
-    return known
-
-
 def assign_spans(
     conn: Connection,
     spans: Sequence[SpanRecord],
@@ -128,104 +112,74 @@ def assign_spans(
     traces = _summarise(spans, log_trace_ids, config)
     if not traces:
         return AssignResult(0, 0, 0)
-    known = _known_traces(conn, [t.trace_id for t in traces])
+    # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
+    # row (locked now), and the plan below decides whether it moves.
+    states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces})
+    plan = _plan(traces, states)
+    move_traces(conn, plan.moves)
+    upsert_conversations(conn, plan.touched, received_at_ns)
+    new = sum(1 for s in states.values() if s.inserted)
+    return AssignResult(len(plan.touched), new, len(plan.moves))
 
-    new_assignments: dict[str, str] = {}  # trace id -> conversation id (new or moved)
-    moved_from: list[str] = []  # trace-keyed conversations left empty by a move
-    groups: dict[str, list[tuple[_TraceInBatch, bool]]] = defaultdict(list)
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    trace: _TraceInBatch
+    joined: bool  # new to the conversation in this batch (first seen, or moved in)
+    carried_reference: str | None  # stored on the trace-keyed conversation it moved from
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    moves: dict[str, str]  # trace id -> named conversation it moves to
+    touched: list[ConversationTouch]
+
+
+def _plan(traces: Sequence[_TraceInBatch], states: dict[str, TraceState]) -> _Plan:
+    moves: dict[str, str] = {}
+    groups: dict[str, list[_Member]] = defaultdict(list)
     last_known: dict[str, str | None] = {}
     for t in traces:
-        current = known.get(t.trace_id)
-        if current is None:
-            target, is_new = t.named or t.trace_id, True
-        elif t.named and current[0] == t.trace_id and t.named != t.trace_id:
-            target, is_new = t.named, True
-            moved_from.append(t.trace_id)
+        state = states[t.trace_id]
+        current = state.conversation_id
+        if state.inserted:
+            groups[current].append(_Member(t, True, None))
+        elif t.named and current == t.trace_id and t.named != t.trace_id:
+            moves[t.trace_id] = t.named
+            # The trace-keyed conversation is dropped: its reference id moves with the trace.
+            groups[t.named].append(_Member(t, True, state.reference_id))
         else:
-            target, is_new = current[0], False
-            last_known[target] = current[1]
-        if is_new:
-            new_assignments[t.trace_id] = target
-        groups[target].append((t, is_new))
-
-    # conversation id -> (its last trace, that trace's root span if in this batch, reference id)
-    touched: dict[str, tuple[str, str | None, str | None]] = {}
-    for conv_id, members in groups.items():
-        joined = [t for t, is_new in members if is_new]
-        if joined:  # a newly joined trace is the conversation's latest turn
-            last = max(joined, key=lambda t: (t.first_start_ns, t.trace_id)).trace_id
-        else:
-            last = last_known.get(conv_id) or members[0][0].trace_id
-        root = next((t.root_span_id for t, _ in members if t.trace_id == last), None)
-        ref = next((t.reference_id for t, _ in members if t.reference_id), None)
-        touched[conv_id] = (last, root, ref)
-
-    if moved_from:
-        _drop_trace_keyed(conn, sorted(moved_from))
-    if new_assignments:
-        ins = insert_for(conn, conversation_traces)
-        conn.execute(
-            ins.on_conflict_do_update(
-                index_elements=[conversation_traces.c.trace_id],
-                set_={"conversation_id": ins.excluded.conversation_id},
-            ),
-            [{"trace_id": k, "conversation_id": v} for k, v in sorted(new_assignments.items())],
-        )
-    _upsert_conversations(conn, touched, received_at_ns)
-    return AssignResult(len(touched), len(new_assignments) - len(moved_from), len(moved_from))
-
-
-def _drop_trace_keyed(conn: Connection, conversation_ids: Sequence[str]) -> None:
-    """A trace moved to a named conversation: its trace-keyed one is gone, its scores superseded."""
-    for chunk in _chunks(conversation_ids):
-        conn.execute(
-            evaluations.update()
-            .where(evaluations.c.conversation_id.in_(chunk), evaluations.c.is_current == true())
-            .values(is_current=false())
-        )
-        conn.execute(conversations.delete().where(conversations.c.id.in_(chunk)))
-
-
-def _upsert_conversations(
-    conn: Connection,
-    touched: dict[str, tuple[str, str | None, str | None]],
-    received_at_ns: int,
-) -> None:
-    at = dt.datetime.fromtimestamp(received_at_ns / 1e9, tz=dt.UTC)
-    rows = [
-        {
-            "id": conv_id,
-            "status": STATUS_OPEN,
-            "first_seen_at": at,
-            "last_span_at": at,
-            "last_span_received_ns": received_at_ns,
-            "needs_scoring": True,
-            "last_trace_id": last_trace,
-            "root_span_id": root,
-            "reference_id": ref,
-            "revision": 0,
-        }
-        # Sorted: concurrent ingest transactions lock conversation rows in the same order.
-        for conv_id, (last_trace, root, ref) in sorted(touched.items())
+            groups[current].append(_Member(t, False, None))
+            last_known[current] = state.last_trace_id
+    touched = [
+        _touch(conv_id, members, last_known.get(conv_id)) for conv_id, members in groups.items()
     ]
-    ins = insert_for(conn, conversations)
-    c, ex = conversations.c, ins.excluded
-    stmt = ins.on_conflict_do_update(
-        index_elements=[c.id],
-        set_={
-            "last_span_at": ex.last_span_at,
-            "last_span_received_ns": ex.last_span_received_ns,
-            "needs_scoring": true(),
-            "last_trace_id": ex.last_trace_id,
-            # Same last trace: keep a root seen in an earlier batch; new last trace: its own root.
-            "root_span_id": case(
-                (
-                    c.last_trace_id == ex.last_trace_id,
-                    func.coalesce(ex.root_span_id, c.root_span_id),
-                ),
-                else_=ex.root_span_id,
-            ),
-            "reference_id": func.coalesce(ex.reference_id, c.reference_id),
-        },
+    return _Plan(moves, touched)
+
+
+def _touch(conv_id: str, members: Sequence[_Member], last_known: str | None) -> ConversationTouch:
+    joined = [m.trace for m in members if m.joined]
+    if joined:  # a newly joined trace is the conversation's latest turn
+        last = max(joined, key=lambda t: (t.first_start_ns, t.trace_id)).trace_id
+    else:
+        last = last_known or members[0].trace.trace_id
+    root = next((m.trace.root_span_id for m in members if m.trace.trace_id == last), None)
+    return ConversationTouch(conv_id, last, root, _reference(members))
+
+
+def _reference(members: Sequence[_Member]) -> str | None:
+    """The reference id proposed for a conversation (one already stored on it wins anyway): one
+    already stored on a trace-keyed conversation moving in, else the earliest trace's."""
+    carried = sorted(
+        (m.trace.first_start_ns, m.trace.trace_id, m.carried_reference)
+        for m in members
+        if m.carried_reference
     )
-    conn.execute(stmt, rows)
+    if carried:
+        return carried[0][2]
+    fresh = sorted(
+        (m.trace.first_start_ns, m.trace.trace_id, m.trace.reference_id)
+        for m in members
+        if m.trace.reference_id
+    )
+    return fresh[0][2] if fresh else None

@@ -1,0 +1,168 @@
+"""Statements of the conversation bookkeeping (``collector.pipeline.assign`` decides, this writes).
+
+Concurrency: several ingest transactions (one per ``toolscore serve`` process on one PostgreSQL)
+may touch the same trace at once, e.g. one storing its unnamed child spans while another stores
+the root span that names its conversation. Every transaction therefore takes the trace's
+``conversation_traces`` row lock before it reads or writes the trace's conversation:
+:func:`claim_traces` inserts the rows of new traces (waiting on a concurrent inserter) and locks
+the existing ones ``FOR UPDATE`` in trace id order. So a move and a join of one trace are
+serialised and the later one sees the earlier one's result: no trace is moved back, and no
+reference id is written to a trace-keyed conversation a concurrent move has just dropped. SQLite
+has one writer at a time (the ingest transaction writes spans first), so it needs no row locks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, case, false, func, select, true
+
+from toolscore.storage.pipeline import (
+    STATUS_OPEN,
+    conversation_traces,
+    conversations,
+    evaluations,
+    insert_for,
+)
+
+_CHUNK = 500  # bound on IN (...) list sizes
+
+
+@dataclass(frozen=True, slots=True)
+class TraceState:
+    """A trace's conversation as this transaction holds it (its row locked)."""
+
+    conversation_id: str
+    inserted: bool  # assigned for the first time by this transaction
+    last_trace_id: str | None  # the conversation's last trace (None: no conversation row yet)
+    reference_id: str | None  # the conversation's stored reference id
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationTouch:
+    """One conversation's row as an ingest batch leaves it."""
+
+    conversation_id: str
+    last_trace_id: str
+    root_span_id: str | None  # of the last trace, if that root is in the batch
+    reference_id: str | None  # proposed; a reference id already stored wins
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, TraceState]:
+    """Assign each new trace of ``proposed`` (trace id -> conversation id); lock and read the rest.
+
+    A trace that already has a conversation keeps it here (moves are :func:`move_traces`).
+    """
+    ct = conversation_traces
+    rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(proposed.items())]
+    ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
+    inserted = set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())
+    states = {t: TraceState(proposed[t], True, None, None) for t in inserted}
+    existing = sorted(proposed.keys() - inserted)
+    current: dict[str, str] = {}
+    for chunk in _chunks(existing):
+        locked = conn.execute(
+            select(ct.c.trace_id, ct.c.conversation_id)
+            .where(ct.c.trace_id.in_(chunk))
+            .order_by(ct.c.trace_id)  # one lock order for all transactions
+            .with_for_update()
+        )
+        current.update((trace_id, conversation_id) for trace_id, conversation_id in locked)
+    # A statement of its own, after the locks: PostgreSQL would give a locking join the
+    # conversation row as it was before the wait (a concurrent join's reference id unseen).
+    rows_of = _conversation_rows(conn, sorted(set(current.values())))
+    for trace_id, conversation_id in current.items():
+        last, ref = rows_of.get(conversation_id, (None, None))
+        states[trace_id] = TraceState(conversation_id, False, last, ref)
+    return states
+
+
+def _conversation_rows(
+    conn: Connection, conversation_ids: Sequence[str]
+) -> dict[str, tuple[str | None, str | None]]:
+    """conversation id -> (last trace id, reference id)"""
+    c = conversations.c
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for chunk in _chunks(conversation_ids):
+        rows = conn.execute(
+            select(c.id, c.last_trace_id, c.reference_id).where(c.id.in_(chunk))
+        )
+        found.update((conv_id, (last, ref)) for conv_id, last, ref in rows)
+    return found
+
+
+def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
+    """Trace id -> named conversation: each trace leaves its trace-keyed conversation, which is
+    dropped (its current evaluations stay in the history, no longer current)."""
+    if not moves:
+        return
+    ct = conversation_traces
+    ins = insert_for(conn, ct)
+    conn.execute(
+        ins.on_conflict_do_update(
+            index_elements=[ct.c.trace_id], set_={"conversation_id": ins.excluded.conversation_id}
+        ),
+        [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())],
+    )
+    for chunk in _chunks(sorted(moves)):
+        conn.execute(
+            evaluations.update()
+            .where(evaluations.c.conversation_id.in_(chunk), evaluations.c.is_current == true())
+            .values(is_current=false())
+        )
+        conn.execute(conversations.delete().where(conversations.c.id.in_(chunk)))
+
+
+def upsert_conversations(
+    conn: Connection, touched: Sequence[ConversationTouch], received_at_ns: int
+) -> None:
+    """Create or refresh each touched conversation: active now, needs scoring."""
+    at = dt.datetime.fromtimestamp(received_at_ns / 1e9, tz=dt.UTC)
+    rows = [
+        {
+            "id": t.conversation_id,
+            "status": STATUS_OPEN,
+            "first_seen_at": at,
+            "last_span_at": at,
+            "last_span_received_ns": received_at_ns,
+            "needs_scoring": True,
+            "last_trace_id": t.last_trace_id,
+            "root_span_id": t.root_span_id,
+            "reference_id": t.reference_id,
+            "revision": 0,
+        }
+        # Sorted: concurrent ingest transactions lock conversation rows in the same order.
+        for t in sorted(touched, key=lambda t: t.conversation_id)
+    ]
+    if not rows:
+        return
+    ins = insert_for(conn, conversations)
+    c, ex = conversations.c, ins.excluded
+    stmt = ins.on_conflict_do_update(
+        index_elements=[c.id],
+        set_={
+            "last_span_at": ex.last_span_at,
+            "last_span_received_ns": ex.last_span_received_ns,
+            "needs_scoring": true(),
+            "last_trace_id": ex.last_trace_id,
+            # Same last trace: keep a root seen in an earlier batch; new last trace: its own root.
+            "root_span_id": case(
+                (
+                    c.last_trace_id == ex.last_trace_id,
+                    func.coalesce(ex.root_span_id, c.root_span_id),
+                ),
+                else_=ex.root_span_id,
+            ),
+            # The first reference id stored stays: a late or conflicting one cannot flip the
+            # expectation a conversation is scored against between revisions.
+            "reference_id": func.coalesce(c.reference_id, ex.reference_id),
+        },
+    )
+    conn.execute(stmt, rows)
