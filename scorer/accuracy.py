@@ -20,6 +20,7 @@ from toolscore.scorer.explain import format_call
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.pairing import (
     Pairing,
+    covering,
     grouped,
     in_order,
     optimal,
@@ -29,7 +30,10 @@ from toolscore.scorer.pairing import (
     subsequence,
 )
 
-ORDERS = ("strict", "flexible", "unordered", "subsequence", "grouped")
+ORDERS = ("strict", "flexible", "unordered", "subsequence", "grouped", "superset", "subset")
+#: Orders for which different numbers of calls are the point, not a mismatch.
+_EXTRAS_ALLOWED = ("subsequence", "superset")  # predicted calls beyond the reference
+_MISSING_ALLOWED = ("subset",)  # reference calls never made
 LENGTH_POLICIES = ("zero", "prefix")
 
 
@@ -192,12 +196,15 @@ class ToolCallAccuracy:
         if not n_p or not n_r:
             if not n_p and not n_r:
                 value = 1.0
+            elif not n_p and self.order in _MISSING_ALLOWED:
+                value = 1.0
+                reasons.append(f"no tool calls were made ({n_r} allowed by {self.order})")
             elif not n_p:
                 value = 0.0
                 reasons.append(f"no tool calls were made; {n_r} expected")
-            elif self.order == "subsequence":
+            elif self.order in _EXTRAS_ALLOWED:
                 value = 1.0
-                reasons.append(f"{n_p} extra calls (allowed by subsequence)")
+                reasons.append(f"{n_p} extra calls (allowed by {self.order})")
             else:
                 value = 0.0
                 reasons.append(f"the reference expects no tool calls, but {n_p} were made")
@@ -240,9 +247,9 @@ class ToolCallAccuracy:
             pairs.append(pair)
             if one < 1.0:
                 reasons.append(_pair_reason(expected, got, per_arg))
-        score /= n_r
+        score /= n_p if self.order in _MISSING_ALLOWED else n_r
         compared = min(n_p, n_r)
-        if compared < n_r:
+        if compared < n_r and self.order not in ("superset", "subset"):
             coverage = compared / n_r
             score *= coverage
             if pairing.aligned:
@@ -255,10 +262,12 @@ class ToolCallAccuracy:
         matched_p = {d["predicted"] for d in pairs}
         unmatched_expected = [r for r in range(n_r) if r not in matched_r]
         unmatched_predicted = [p for p in range(n_p) if p not in matched_p]
+        allowed = f" (allowed by {self.order})"
         for r in unmatched_expected:
-            reasons.append(f"expected {format_call(ref[r])} was not matched by any call")
+            missing = allowed if self.order in _MISSING_ALLOWED else ""
+            reasons.append(f"expected {format_call(ref[r])} was not matched by any call{missing}")
         for p in unmatched_predicted:
-            extra = " (allowed by subsequence)" if self.order == "subsequence" else ""
+            extra = allowed if self.order in _EXTRAS_ALLOWED else ""
             reasons.append(f"unexpected call {format_call(predicted[p])}{extra}")
         details.update(
             aligned=pairing.aligned,
@@ -285,6 +294,10 @@ class ToolCallAccuracy:
             return optimal(predicted, ref, prefix, pair_score)
         if self.order == "subsequence":
             return subsequence(predicted, ref, prefix, pair_score)
+        if self.order == "superset":
+            return covering(predicted, ref, pair_score, of="reference")
+        if self.order == "subset":
+            return covering(predicted, ref, pair_score, of="predicted")
         return grouped(predicted, groups, ref, prefix, pair_score)
 
     def options(self) -> dict[str, Any]:

@@ -111,6 +111,41 @@ def optimal(
     return Pairing(pairs, True)
 
 
+def covering(
+    pred: Sequence[ToolCall], ref: Sequence[ToolCall], score: PairScore, *, of: str
+) -> Pairing:
+    """``superset`` (``of="reference"``: every reference call has a same-name predicted partner,
+    extras allowed) and ``subset`` (``of="predicted"``: every predicted call has a same-name
+    reference partner, missing calls allowed), in any order.
+
+    The pairing maximises first the number of same-name pairs, then their total argument score
+    (a same-name pair weighs more than any sum of argument scores, at most one per pair).
+    """
+    bonus = float(min(len(pred), len(ref)) + 1)
+    weights = [
+        [bonus + score(r, p) if ref[r].name == pred[p].name else 0.0 for p in range(len(pred))]
+        for r in range(len(ref))
+    ]
+    pairs = tuple(
+        (r, p)
+        for r, p in (max_weight_assignment(weights) if ref and pred else [])
+        if ref[r].name == pred[p].name
+    )
+    if of == "reference":
+        found = {r for r, _ in pairs}
+        missing = [ref[r] for r in range(len(ref)) if r not in found]
+        if missing:
+            return Pairing(pairs, False, f"expected calls never made: {format_names(missing)}")
+    else:
+        found = {p for _, p in pairs}
+        unexpected = [pred[p] for p in range(len(pred)) if p not in found]
+        if unexpected:
+            return Pairing(
+                pairs, False, f"calls the reference does not have: {format_names(unexpected)}"
+            )
+    return Pairing(pairs, True)
+
+
 def subsequence(
     pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool, score: PairScore
 ) -> Pairing:
