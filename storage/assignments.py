@@ -91,9 +91,7 @@ def _conversation_rows(
     c = conversations.c
     found: dict[str, tuple[str | None, str | None]] = {}
     for chunk in _chunks(conversation_ids):
-        rows = conn.execute(
-            select(c.id, c.last_trace_id, c.reference_id).where(c.id.in_(chunk))
-        )
+        rows = conn.execute(select(c.id, c.last_trace_id, c.reference_id).where(c.id.in_(chunk)))
         found.update((conv_id, (last, ref)) for conv_id, last, ref in rows)
     return found
 
