@@ -25,6 +25,7 @@ from toolscore.collector.conventions.openllmetry import OpenLLMetry
 from toolscore.collector.conventions.otel_genai import OtelGenAI
 from toolscore.collector.conventions.otel_genai_events import OtelGenAIEvents
 from toolscore.collector.conventions.pydantic_ai import PydanticAI
+from toolscore.collector.conventions.smolagents import Smolagents
 from toolscore.collector.conventions.strands import Strands
 from toolscore.collector.conventions.vercel_ai import VercelAI
 from toolscore.collector.model import LogRecordData, SpanRecord
@@ -46,6 +47,7 @@ REGISTRY: tuple[Convention, ...] = (
     Strands(),
     GoogleADK(),
     VercelAI(),
+    Smolagents(),  # OpenInference spans with smolagents' own history and final_answer
     OpenInference(),
     OtelGenAI(),
     OpenLLMetry(),
