@@ -1,9 +1,11 @@
 """OTLP requests (protobuf or OTLP/JSON) -> SpanRecord / LogRecordData.
 
-Pure functions, no I/O. Invalid items (bad id lengths, all-zero ids) are rejected one by one with
-a message while their neighbours are kept (OTLP partial success); an undecodable body raises
-:class:`DecodeError` and nothing of it is kept. Attribute values over the configured size are
-truncated, and the truncated keys are listed in the attribute ``toolscore.truncated``.
+Pure functions, no I/O. Invalid items (bad id lengths, all-zero ids, values the database cannot
+hold: see collector/sanitize.py) are rejected one by one with a message while their neighbours are
+kept (OTLP partial success); an undecodable body raises :class:`DecodeError` and nothing of it is
+kept. Attribute values over the configured size are truncated, values nested deeper than the
+depth limit are cut there (the too-deep part becomes null), and the keys so changed are listed in
+the attribute ``toolscore.truncated``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.collector.sanitize import (
+    DEFAULT_KEY_ATTRIBUTES,
+    DEFAULT_MAX_KEY_BYTES,
+    key_problem,
+    time_problem,
+)
 
 TRUNCATED_ATTRIBUTE = "toolscore.truncated"
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
+# Arrays / key-value lists inside one value. Under the JSON encoder's limit (254 levels, with
+# the attributes and events around the value) and Python's recursion limit; protobuf's own
+# parser already stops near 47 levels of AnyValue.
+DEFAULT_MAX_VALUE_DEPTH = 64
 MAX_REPORTED_ERRORS = 5  # distinct reasons quoted in partial_success.error_message
 
 _ZERO_TRACE = bytes(16)
@@ -38,6 +50,11 @@ class DecodeError(ValueError):
 @dataclass(frozen=True, slots=True)
 class DecodeLimits:
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES  # per string/bytes value (UTF-8 bytes)
+    max_value_depth: int = DEFAULT_MAX_VALUE_DEPTH  # nested arrays / key-value lists per value
+    # Span and resource attributes that name conversations and references (ids): a span whose
+    # value holds NUL or is over max_key_bytes is rejected (sanitize.key_problem).
+    key_attributes: tuple[str, ...] = DEFAULT_KEY_ATTRIBUTES
+    max_key_bytes: int = DEFAULT_MAX_KEY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +119,8 @@ def parse_logs_json(data: bytes) -> ExportLogsServiceRequest:
 def _load_json(data: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(data)
+    except RecursionError as exc:
+        raise DecodeError("body is not usable JSON: nested too deeply") from exc
     except (UnicodeDecodeError, ValueError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):
@@ -113,12 +132,14 @@ _M = TypeVar("_M", ExportTraceServiceRequest, ExportLogsServiceRequest)
 
 
 def _parse_dict(obj: dict[str, Any], message: _M) -> _M:
+    name = message.DESCRIPTOR.name
     try:
         json_format.ParseDict(obj, message, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError) as exc:
-        raise DecodeError(
-            f"body is not a valid OTLP/JSON {message.DESCRIPTOR.name}: {exc}"
-        ) from exc
+    except RecursionError as exc:
+        raise DecodeError(f"body is not a usable OTLP/JSON {name}: nested too deeply") from exc
+    except (json_format.ParseError, ValueError, TypeError, ArithmeticError) as exc:
+        # ArithmeticError: Infinity (accepted by json.loads) in an integer or enum field
+        raise DecodeError(f"body is not a valid OTLP/JSON {name}: {exc}") from exc
     return message
 
 
@@ -158,10 +179,11 @@ def _hex_ids_to_base64(obj: Any, *aliases: tuple[str, ...]) -> None:
 class _Truncation:
     """Collects truncations while one item's values are converted."""
 
-    __slots__ = ("limit", "total")
+    __slots__ = ("limit", "max_depth", "total")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, max_depth: int = DEFAULT_MAX_VALUE_DEPTH) -> None:
         self.limit = limit
+        self.max_depth = max_depth
         self.total = 0
 
     def text(self, value: str) -> tuple[str, bool]:
@@ -180,8 +202,11 @@ class _Truncation:
         return value[: self.limit], True
 
 
-def any_value(value: AnyValue, trunc: _Truncation) -> tuple[Any, bool]:
-    """Decode one AnyValue (every OTLP type) -> (python value, was anything truncated)."""
+def any_value(value: AnyValue, trunc: _Truncation, depth: int = 1) -> tuple[Any, bool]:
+    """Decode one AnyValue (every OTLP type) -> (python value, was anything truncated).
+
+    ``depth`` counts the arrays / key-value lists around ``value``; one nested deeper than
+    ``trunc.max_depth`` becomes None (counted as a truncation)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return trunc.text(value.string_value)
@@ -193,11 +218,14 @@ def any_value(value: AnyValue, trunc: _Truncation) -> tuple[Any, bool]:
         return value.double_value, False
     if kind == "bytes_value":
         return trunc.raw(value.bytes_value)
+    if kind in ("array_value", "kvlist_value") and depth > trunc.max_depth:
+        trunc.total += 1
+        return None, True
     if kind == "array_value":
         out_list: list[Any] = []
         cut = False
         for item in value.array_value.values:
-            decoded, c = any_value(item, trunc)
+            decoded, c = any_value(item, trunc, depth + 1)
             out_list.append(decoded)
             cut = cut or c
         return out_list, cut
@@ -205,7 +233,7 @@ def any_value(value: AnyValue, trunc: _Truncation) -> tuple[Any, bool]:
         out_map: dict[str, Any] = {}
         cut = False
         for kv in value.kvlist_value.values:
-            decoded, c = any_value(kv.value, trunc)
+            decoded, c = any_value(kv.value, trunc, depth + 1)
             out_map[kv.key] = decoded
             cut = cut or c
         return out_map, cut
@@ -341,23 +369,25 @@ def _span_record(
 def decode_traces(
     request: ExportTraceServiceRequest, limits: DecodeLimits = DecodeLimits()
 ) -> DecodedTraces:
-    trunc = _Truncation(limits.max_attribute_bytes)
+    trunc = _Truncation(limits.max_attribute_bytes, limits.max_value_depth)
     rejected = _Rejections()
     spans: list[SpanRecord] = []
     for rs in request.resource_spans:
         resource_attrs = attributes(rs.resource.attributes, trunc)
+        resource_problem = _key_problem(resource_attrs, limits)
         for ss in rs.scope_spans:
             scope_name = ss.scope.name
             scope_version = ss.scope.version
             for span in ss.spans:
+                if resource_problem is not None:
+                    rejected.add(f"resource {resource_problem}")
+                    continue
                 trace_id = span.trace_id
                 span_id = span.span_id
-                problem = _id_problem(trace_id, 16, _ZERO_TRACE, "trace_id") or _id_problem(
-                    span_id, 8, _ZERO_SPAN, "span_id"
-                )
                 parent = span.parent_span_id
-                if problem is None and parent and len(parent) != 8:
-                    problem = f"parent_span_id must be empty or 8 bytes, got {len(parent)}"
+                problem = _span_problem(span)
+                attrs = attributes(span.attributes, trunc) if problem is None else {}
+                problem = problem or _key_problem(attrs, limits)
                 if problem is not None:
                     rejected.add(problem)
                     continue
@@ -374,7 +404,7 @@ def decode_traces(
                         span.kind,
                         span.start_time_unix_nano,
                         span.end_time_unix_nano,
-                        attributes(span.attributes, trunc),
+                        attrs,
                         resource_attrs,
                         scope_name,
                         scope_version,
@@ -385,6 +415,32 @@ def decode_traces(
                     )
                 )
     return DecodedTraces(tuple(spans), rejected.count, rejected.message("spans"), trunc.total)
+
+
+def _span_problem(span: Any) -> str | None:
+    """Why ``span`` (an OTLP Span) cannot be stored, from its ids and times, or None."""
+    parent = span.parent_span_id
+    return (
+        _id_problem(span.trace_id, 16, _ZERO_TRACE, "trace_id")
+        or _id_problem(span.span_id, 8, _ZERO_SPAN, "span_id")
+        or (
+            f"parent_span_id must be empty or 8 bytes, got {len(parent)}"
+            if parent and len(parent) != 8
+            else None
+        )
+        or time_problem(span.start_time_unix_nano, "start_time_unix_nano")
+        or time_problem(span.end_time_unix_nano, "end_time_unix_nano")
+    )
+
+
+def _key_problem(attrs: Mapping[str, Any], limits: DecodeLimits) -> str | None:
+    problem = key_problem(attrs, limits.key_attributes, limits.max_key_bytes)
+    cut = attrs.get(TRUNCATED_ATTRIBUTE)
+    if problem is None and cut:  # an id shortened to the attribute limit would be another id
+        for key in limits.key_attributes:
+            if key in cut:
+                return f"attribute {key} is longer than the attribute size limit"
+    return problem
 
 
 def _events(events: Any, trunc: _Truncation) -> tuple[SpanEvent, ...]:
@@ -417,7 +473,7 @@ def _optional_id(raw: bytes, size: int, what: str) -> tuple[str | None, str | No
 def decode_logs(
     request: ExportLogsServiceRequest, limits: DecodeLimits = DecodeLimits()
 ) -> DecodedLogs:
-    trunc = _Truncation(limits.max_attribute_bytes)
+    trunc = _Truncation(limits.max_attribute_bytes, limits.max_value_depth)
     rejected = _Rejections()
     records: list[LogRecordData] = []
     for rl in request.resource_logs:
@@ -426,7 +482,12 @@ def decode_logs(
             for rec in sl.log_records:
                 trace_id, problem = _optional_id(rec.trace_id, 16, "trace_id")
                 span_id, span_problem = _optional_id(rec.span_id, 8, "span_id")
-                problem = problem or span_problem
+                problem = (
+                    problem
+                    or span_problem
+                    or time_problem(rec.time_unix_nano, "time_unix_nano")
+                    or time_problem(rec.observed_time_unix_nano, "observed_time_unix_nano")
+                )
                 if problem is not None:
                     rejected.add(problem)
                     continue

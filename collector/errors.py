@@ -70,6 +70,14 @@ class UnsupportedEncoding(ReceiverError):
     """A Content-Encoding we do not decode, or a body that does not match it."""
 
 
+class UnstorableData(ReceiverError):
+    """The database refused this request's content (found by isolating it from its batch).
+
+    Resending the same data cannot succeed, so it is answered like an invalid body; the message
+    says what kind of value was refused, never the database's own text.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorStatus:
     grpc_code: grpc.StatusCode
@@ -82,10 +90,10 @@ def status_for(exc: BaseException) -> ErrorStatus:
     """How to answer ``exc`` over gRPC and over HTTP."""
     import grpc
 
-    message = str(exc) or type(exc).__name__
+    message = client_text(str(exc) or type(exc).__name__)
     if isinstance(exc, RetryableError):
         return ErrorStatus(grpc.StatusCode.UNAVAILABLE, 503, message, exc.retry_after_s)
-    if isinstance(exc, DecodeError | UnsupportedEncoding):
+    if isinstance(exc, DecodeError | UnsupportedEncoding | UnstorableData):
         return ErrorStatus(grpc.StatusCode.INVALID_ARGUMENT, 400, message)
     if isinstance(exc, RequestTooLarge):
         # RESOURCE_EXHAUSTED without RetryInfo: non-retryable for spec-following clients
@@ -94,8 +102,23 @@ def status_for(exc: BaseException) -> ErrorStatus:
         return ErrorStatus(grpc.StatusCode.UNAUTHENTICATED, 401, message)
     if isinstance(exc, UnsupportedMediaType):
         return ErrorStatus(grpc.StatusCode.UNIMPLEMENTED, 415, message)
-    # A bug of ours: non-retryable, so a poison request is not resent for ever.
-    return ErrorStatus(grpc.StatusCode.INTERNAL, 500, f"internal error: {message}")
+    # A bug of ours: non-retryable, so a poison request is not resent for ever. Its text may
+    # come from anywhere (a database driver naming hosts and ports): the log has it, not clients.
+    return ErrorStatus(
+        grpc.StatusCode.INTERNAL, 500, f"internal error ({type(exc).__name__}); see the server log"
+    )
+
+
+MAX_MESSAGE_CHARS = 1000
+
+
+def client_text(message: str) -> str:
+    """``message`` as a status message can carry it: valid UTF-8 (a lone surrogate from a JSON
+    body would make the status itself unserialisable) and at most MAX_MESSAGE_CHARS long (a
+    parse error may quote a whole value)."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def rpc_status_bytes(status: ErrorStatus) -> bytes:

@@ -7,6 +7,14 @@ commits, then resolves every future of the batch. Requests arriving meanwhile fo
 so concurrent requests share commits. The queue is bounded in items: past the bound, ``submit``
 raises :class:`QueueFull` at once (retryable), and a failed transaction fails each of its requests
 with :class:`StorageUnavailable` (retryable): nothing is acknowledged that is not committed.
+
+When the database refuses a batch for the data it carries (``storage.faults.data_fault``: a value
+out of range, NUL in text, a key too long for its index), resending would fail for ever and take
+the batch's other requests down each time. So the batch is split in halves and each committed on
+its own, recursively, until the requests responsible stand alone; those get
+:class:`UnstorableData` (non-retryable), the others are committed. One such request among N costs
+about 2·log2(N) extra transactions. Other failures (connection refused or reset...) fail the
+whole batch, retryably, as before.
 """
 
 from __future__ import annotations
@@ -22,11 +30,18 @@ from typing import Protocol
 
 from sqlalchemy import Connection, Engine
 
-from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
+from toolscore.collector.errors import (
+    QueueFull,
+    ReceiverError,
+    ShuttingDown,
+    StorageUnavailable,
+    UnstorableData,
+)
 from toolscore.collector.export.attributes import without_toolscore_evaluations
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from toolscore.storage.faults import data_fault
 from toolscore.storage.telemetry import (
     SPAN_COLUMNS,
     SPAN_JSON_COLUMNS,
@@ -44,7 +59,8 @@ class IngestHook(Protocol):
 
     ``spans`` holds each (trace_id, span_id) of the batch once, whether or not it was already
     stored (a resend); hooks must be idempotent. An exception rolls the whole batch back and its
-    requests get a retryable error.
+    requests get a retryable error (unless it is a data fault: see the module docstring); the
+    hook may then be called again with part of the batch.
     """
 
     def on_batch(
@@ -142,24 +158,20 @@ class IngestWriter:
                 continue
             batch = self._take_batch()
             try:
-                await loop.run_in_executor(self._executor, self._commit, batch)
-            except Exception as exc:
-                self._metrics.commit_failures.inc()
-                log.warning("ingest: batch of %d requests not stored: %s", len(batch), exc)
-                error = StorageUnavailable(
-                    f"database unavailable, nothing of this request was stored: {_short(exc)}",
-                    self._config.retry_after_s,
-                )
-                for item in batch:
-                    if not item.future.done():
-                        item.future.set_exception(error)
-            else:
-                for item in batch:
-                    if not item.future.done():
-                        item.future.set_result(None)
+                outcomes = await loop.run_in_executor(self._executor, self._store, batch)
+            except Exception:  # a bug in _store itself: nothing is known to be stored
+                log.exception("ingest: batch of %d requests not stored", len(batch))
+                outcomes = [self._unavailable()] * len(batch)
             finally:
                 self._queued_items -= sum(item.size for item in batch)
                 self._metrics.queue_spans.set(self._queued_items)
+            for item, outcome in zip(batch, outcomes, strict=True):
+                if item.future.done():
+                    continue
+                if outcome is None:
+                    item.future.set_result(None)
+                else:
+                    item.future.set_exception(outcome)
 
     def _take_batch(self) -> list[_Pending]:
         batch = [self._queue.popleft()]
@@ -169,6 +181,43 @@ class IngestWriter:
             batch.append(item)
             total += item.size
         return batch
+
+    def _store(self, batch: Sequence[_Pending]) -> list[ReceiverError | None]:
+        """Runs in the writer thread: commit ``batch``, isolating requests whose data the
+        database refuses. Returns each request's outcome: None (committed) or its error."""
+        try:
+            self._commit(batch)
+        except Exception as exc:
+            fault = data_fault(exc)
+            if fault is None:
+                self._metrics.commit_failures.inc()
+                log.warning("ingest: batch of %d requests not stored: %s", len(batch), exc)
+                return [self._unavailable()] * len(batch)
+            self._metrics.data_faults.inc()
+            if len(batch) > 1:
+                half = len(batch) // 2
+                return self._store(batch[:half]) + self._store(batch[half:])
+            self._metrics.unstorable_requests.inc()
+            log.warning(
+                "ingest: a request of %d items refused by the database (%s): %s",
+                batch[0].size,
+                fault,
+                _short(exc),
+            )
+            return [
+                UnstorableData(
+                    f"the database cannot store this request: it holds {fault}; nothing of it "
+                    "was stored and resending it unchanged will fail again"
+                )
+            ]
+        return [None] * len(batch)
+
+    def _unavailable(self) -> StorageUnavailable:
+        # The driver's text names hosts, ports and limits: it goes to the log, not to clients.
+        return StorageUnavailable(
+            "database unavailable, nothing of this request was stored; retry later",
+            self._config.retry_after_s,
+        )
 
     def _commit(self, batch: Sequence[_Pending]) -> None:
         """Runs in the writer thread: one transaction for the whole batch."""

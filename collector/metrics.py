@@ -76,6 +76,18 @@ class Metrics:
             "Batches whose transaction failed (their requests got a retryable error).",
             registry=r,
         )
+        self.data_faults = Counter(
+            "toolscore_ingest_data_faults",
+            "Transactions the database refused for the data they carried (value out of range, "
+            "NUL in text, key too long...); each is split to isolate the requests responsible.",
+            registry=r,
+        )
+        self.unstorable_requests = Counter(
+            "toolscore_ingest_unstorable_requests",
+            "Requests isolated as carrying data the database refuses, answered with a "
+            "non-retryable error (INVALID_ARGUMENT / 400) while the rest of their batch committed.",
+            registry=r,
+        )
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition format and its content type."""

@@ -1,0 +1,136 @@
+"""storage.faults.data_fault tells data the database refuses from failures that may pass.
+
+Every error here is provoked for real, on a SQLite file and on PostgreSQL, through the same
+write paths the ingest writer uses; the descriptions must never quote the database's own text.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import orjson
+import pytest
+from sqlalchemy import Engine, text
+
+from toolscore.storage.dialect import insert_tuples_ignore_duplicates
+from toolscore.storage.engine import create_engine
+from toolscore.storage.faults import data_fault
+from toolscore.storage.migrate import upgrade
+from toolscore.storage.pipeline import conversations
+from toolscore.storage.telemetry import SPAN_COLUMNS, SPAN_JSON_COLUMNS, spans_table
+
+
+def _engine(url: str) -> Engine:
+    upgrade(url)
+    return create_engine(url)
+
+
+def _span_row(start_ns: int) -> tuple[object, ...]:
+    values: dict[str, object] = {
+        "trace_id": "1" * 32, "span_id": "2" * 16, "parent_span_id": None, "name": "n",
+        "kind": 1, "start_ns": start_ns, "end_ns": 1, "status_code": 0, "status_message": "",
+        "attributes": "{}", "resource_attributes": "{}", "scope_name": "", "scope_version": "",
+        "events": "[]", "links": "[]", "received_at_ns": 1,
+    }  # fmt: skip
+    return tuple(values[c] for c in SPAN_COLUMNS)
+
+
+def _error_of_insert(engine: Engine, start_ns: int) -> BaseException:
+    with pytest.raises(Exception) as info, engine.begin() as conn:
+        insert_tuples_ignore_duplicates(
+            conn, spans_table, SPAN_COLUMNS, [_span_row(start_ns)], ("trace_id", "span_id"),
+            SPAN_JSON_COLUMNS,
+        )  # fmt: skip
+    return info.value
+
+
+def _conversation(conv_id: str) -> dict[str, object]:
+    import datetime as dt
+
+    at = dt.datetime.now(dt.UTC)
+    return {
+        "id": conv_id, "status": "open", "first_seen_at": at, "last_span_at": at,
+        "last_span_received_ns": 1, "needs_scoring": True, "last_trace_id": "t", "revision": 0,
+    }  # fmt: skip
+
+
+def _error_of_conversation(engine: Engine, conv_id: str) -> BaseException:
+    with pytest.raises(Exception) as info, engine.begin() as conn:
+        conn.execute(conversations.insert(), [_conversation(conv_id)])
+    return info.value
+
+
+def _assert_safe(description: str | None, error: BaseException) -> None:
+    assert description is not None, f"not recognised as a data fault: {error!r}"
+    for internal in ("psycopg", "sqlite", "bigint", "btree", "2704", "5432", "127.0.0.1"):
+        assert internal not in description
+
+
+def test_an_integer_beyond_int64_is_a_data_fault(db_url: str) -> None:
+    engine = _engine(db_url)
+    error = _error_of_insert(engine, 2**63)
+    description = data_fault(error)
+    _assert_safe(description, error)
+    assert description is not None and "out of range" in description
+    engine.dispose()
+
+
+def test_nul_in_postgresql_text_is_a_data_fault(postgres_url: str) -> None:
+    engine = _engine(postgres_url)
+    error = _error_of_conversation(engine, "conv\x00")
+    description = data_fault(error)
+    _assert_safe(description, error)
+    assert description is not None and "NUL" in description
+    engine.dispose()
+
+
+def test_a_key_over_the_btree_limit_is_a_data_fault(postgres_url: str) -> None:
+    engine = _engine(postgres_url)
+    error = _error_of_conversation(engine, os.urandom(1600).hex())  # incompressible
+    assert "btree" in str(error)  # what the database said...
+    description = data_fault(error)
+    _assert_safe(description, error)  # ...and what a client may read
+    assert description is not None and "index" in description
+    engine.dispose()
+
+
+def test_json_the_encoder_refuses_is_a_data_fault() -> None:
+    deep: list[object] = []
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(orjson.JSONEncodeError) as info:
+        orjson.dumps(deep)
+    assert data_fault(info.value) is not None
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_refused_connection_is_not_a_data_fault() -> None:
+    engine = create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{_closed_port()}/none")
+    with pytest.raises(Exception) as info, engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    assert data_fault(info.value) is None
+    engine.dispose()
+
+
+def test_a_sqlite_file_that_cannot_be_opened_is_not_a_data_fault(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'missing' / 'dir' / 'x.db'}")
+    with pytest.raises(Exception) as info, engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    assert data_fault(info.value) is None
+    engine.dispose()
+
+
+def test_a_missing_table_and_our_own_bugs_are_not_data_faults(db_url: str) -> None:
+    engine = create_engine(db_url)  # not migrated: no tables
+    error = _error_of_conversation(engine, "c")
+    assert data_fault(error) is None  # an operator can fix it: stays retryable
+    assert data_fault(RuntimeError("injected")) is None
+    assert data_fault(KeyError("x")) is None
+    engine.dispose()
