@@ -16,12 +16,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from toolscore.collector.app import AppContext, Extension, ExtensionFactory
-from toolscore.storage.status import Backlog, backlog_reader
+from toolscore.collector.export.attributes import pass_label, threshold_for
+from toolscore.storage.status import Backlog, ScoredEvaluation, backlog_reader, evaluation_reader
 
 log = logging.getLogger("toolscore.activity")
+
+#: ``read(after_id)``: evaluations above ``after_id`` (none when it is None), the pass
+#: thresholds, and the highest evaluation id.
+EvaluationReader = Callable[[int | None], tuple[list[ScoredEvaluation], Mapping[str, float], int]]
 
 # (counter, labels) summed for each figure of the activity line
 _FIGURES: Mapping[str, tuple[str, Mapping[str, str]]] = {
@@ -57,6 +62,57 @@ class BacklogGauges:
         self.oldest.set(value.oldest_waiting_s or 0.0)
         self.export.labels("pending").set(value.export_pending)
         self.export.labels("failing").set(value.export_failing)
+
+
+class EvaluationMetrics:
+    """Evaluations written to the database, by metric instance and pass/fail/error label.
+
+    Read from the ``evaluations`` table (whichever process wrote them: a scoring child process,
+    another replica), so every replica reports the database's evaluations since it started.
+    Labels are the instance names of the scoring configuration and the three labels: bounded.
+    """
+
+    # PostgreSQL ids can commit out of order: ids this far below the highest are read again
+    SLACK = 1_000
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.count = Counter(
+            "toolscore_evaluations",
+            "Evaluations written, by metric instance and label (pass, fail, error).",
+            ["metric", "label"],
+            registry=registry,
+        )
+        self.scores = Histogram(
+            "toolscore_evaluation_score",
+            "Scores of the evaluations written, by metric instance.",
+            ["metric"],
+            buckets=(0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0),
+            registry=registry,
+        )
+        self.last_id: int | None = None  # None: not started (only evaluations after start count)
+        self._start_id = 0
+        self._counted: set[int] = set()
+
+    def start(self, highest: int) -> None:
+        self.last_id = self._start_id = highest
+
+    def add(self, rows: list[ScoredEvaluation], thresholds: Mapping[str, float]) -> None:
+        for row in rows:
+            if row.id <= self._start_id or row.id in self._counted:
+                continue
+            self._counted.add(row.id)
+            threshold = threshold_for(row.metric, row.metric_type, thresholds)
+            self.count.labels(row.metric, pass_label(row.score, threshold)).inc()
+            if row.score is not None:
+                self.scores.labels(row.metric).observe(row.score)
+        if rows:
+            self.last_id = max(self.last_id or 0, rows[-1].id)
+        floor = (self.last_id or 0) - self.SLACK
+        self._counted = {i for i in self._counted if i > floor}
+
+    @property
+    def read_from(self) -> int | None:
+        return None if self.last_id is None else max(0, self.last_id - self.SLACK)
 
 
 def counter_total(registry: CollectorRegistry, name: str, labels: Mapping[str, str]) -> float:
@@ -107,6 +163,7 @@ class StatusReporter:
         self,
         read_backlog: Callable[[], Backlog],
         registry: CollectorRegistry,
+        read_evaluations: EvaluationReader | None = None,
         *,
         poll_s: float = 15.0,
         log_every_s: float = 60.0,
@@ -114,6 +171,8 @@ class StatusReporter:
         self._read = read_backlog
         self._registry = registry
         self._gauges = BacklogGauges(registry)
+        self._evaluations = EvaluationMetrics(registry)
+        self._read_evaluations = read_evaluations
         self._poll_s, self._log_every_s = poll_s, log_every_s
         self._activity = _Activity({})
         self._current: Backlog | None = None
@@ -141,10 +200,20 @@ class StatusReporter:
     async def poll(self) -> None:
         try:
             self._current = await asyncio.to_thread(self._read)
+            if self._read_evaluations is not None:
+                await asyncio.to_thread(self._poll_evaluations, self._read_evaluations)
         except Exception as exc:  # the database's own health is reported elsewhere
             log.debug("backlog not read: %s", exc)
             return
         self._gauges.set(self._current)
+
+    def _poll_evaluations(self, read: EvaluationReader) -> None:
+        metrics = self._evaluations
+        rows, thresholds, highest = read(metrics.read_from)
+        if metrics.last_id is None:
+            metrics.start(highest)  # count what is written from now on
+        else:
+            metrics.add(rows, thresholds)
 
     def report(self) -> None:
         changed = self._activity.delta(self._registry)
@@ -159,6 +228,7 @@ def status_extension(poll_s: float = 15.0, log_every_s: float = 60.0) -> Extensi
         reporter = StatusReporter(
             backlog_reader(ctx.engine),
             ctx.metrics.registry,
+            evaluation_reader(ctx.engine),
             poll_s=poll_s,
             log_every_s=log_every_s,
         )

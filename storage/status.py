@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, func, select
 
 from toolscore.storage.exports import evaluation_exports
-from toolscore.storage.pipeline import conversations
+from toolscore.storage.pipeline import conversations, evaluations
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,5 +46,43 @@ def backlog_reader(engine: Engine) -> Callable[[], Backlog]:
     def read() -> Backlog:
         with engine.connect() as conn:
             return backlog(conn, dt.datetime.now(dt.UTC))
+
+    return read
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredEvaluation:
+    id: int
+    metric: str
+    metric_type: str
+    score: float | None
+
+
+def last_evaluation_id(conn: Connection) -> int:
+    return int(conn.execute(select(func.max(evaluations.c.id))).scalar() or 0)
+
+
+def evaluations_after(conn: Connection, after_id: int, limit: int) -> list[ScoredEvaluation]:
+    """Evaluation rows with an id above ``after_id``, oldest first (at most ``limit``)."""
+    e = evaluations.c
+    rows = conn.execute(
+        select(e.id, e.metric, e.metric_type, e.score)
+        .where(e.id > after_id)
+        .order_by(e.id)
+        .limit(limit)
+    ).all()
+    return [ScoredEvaluation(int(i), m, t, s) for i, m, t, s in rows]
+
+
+def evaluation_reader(
+    engine: Engine, limit: int = 10_000
+) -> Callable[[int | None], tuple[list[ScoredEvaluation], dict[str, float], int]]:
+    """For a polling thread: evaluations above an id, the pass thresholds, the highest id."""
+    from toolscore.storage.exports import load_thresholds
+
+    def read(after_id: int | None) -> tuple[list[ScoredEvaluation], dict[str, float], int]:
+        with engine.connect() as conn:
+            rows = [] if after_id is None else evaluations_after(conn, after_id, limit)
+            return rows, load_thresholds(conn), last_evaluation_id(conn)
 
     return read

@@ -23,11 +23,12 @@ from toolscore.storage.expectations import ExpectationData
 from toolscore.storage.status import Backlog
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
+TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}
 
 
 def _gauge(text: str, name: str) -> float:
     for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
+        if line.startswith(name + " ") or (line.startswith(name + "{") and "{" not in name):
             return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"{name} not in /metrics")
 
@@ -44,20 +45,20 @@ def test_gauges_show_the_backlog_and_the_log_line_counts_what_happened(
     ]
     with RunningServer(server_settings(db_url), extensions) as srv:
         provider = otlp_provider(srv)
-        for i in range(3):
+        for i in range(4):
             genai_agent_trace(
                 provider.get_tracer("t"),
                 f"status-{i}",
-                [WEATHER],
+                [WEATHER] if i != 2 else [TIME],  # status-2 calls the wrong tool
                 "weather?",
-                {"toolscore.reference.id": "w" if i < 2 else "nope"},
+                {"toolscore.reference.id": "w" if i < 3 else "nope"},
             )
         provider.force_flush()
         time.sleep(0.5)
         waiting = requests.get(f"{srv.http_url}/metrics", timeout=5).text
-        assert _gauge(waiting, "toolscore_conversations_waiting") == 3
+        assert _gauge(waiting, "toolscore_conversations_waiting") == 4
         assert _gauge(waiting, "toolscore_conversations_oldest_waiting_seconds") > 0
-        wait_scored(db_url, ["status-0", "status-1"])
+        wait_scored(db_url, ["status-0", "status-1", "status-2"])
         time.sleep(1.2)  # a poll and a log period after the scoring
         after = requests.get(f"{srv.http_url}/metrics", timeout=5).text
         provider.shutdown()
@@ -67,7 +68,13 @@ def test_gauges_show_the_backlog_and_the_log_line_counts_what_happened(
     spans = sum(int(m.split("received ")[1].split(" spans")[0]) for m in lines)
     scored = sum(int(m.split("scored ")[1].split(",")[0]) for m in lines)
     unmatched = sum(int(m.split("unmatched ")[1].split(",")[0]) for m in lines)
-    assert (spans, scored, unmatched) == (count_spans(db_url), 2, 1)
+    assert (spans, scored, unmatched) == (count_spans(db_url), 3, 1)
+    for metric in ("tool_call_accuracy", "tool_call_f1"):
+        labels = f'metric="{metric}"'
+        assert _gauge(after, f'toolscore_evaluations_total{{label="pass",{labels}}}') == 2
+        assert _gauge(after, f'toolscore_evaluations_total{{label="fail",{labels}}}') == 1
+        assert _gauge(after, f"toolscore_evaluation_score_count{{{labels}}}") == 3
+        assert _gauge(after, f'toolscore_evaluation_score_bucket{{le="0.0",{labels}}}') == 1
     assert all(m.startswith("last 0.5 s: received ") for m in lines)
 
 
