@@ -1,5 +1,5 @@
 """The README's quickstart, run as a user would: ``toolscore serve``, ``toolscore refs import``, the
-example agent, ``toolscore conversations``, then the README's SQL on the same database."""
+example agent, ``toolscore conversations``, then docs/schema.md's SQL on the same database."""
 
 from __future__ import annotations
 
@@ -100,11 +100,11 @@ def equivalent_samples() -> list[dict[str, Any]]:
 
 
 def readme_sql(dialect: str) -> list[str]:
-    """The statements of the README's SQL section that apply to ``dialect``, with their example
-    date replaced by a week ago (so "since a date" means something whatever today is)."""
+    """The statements of docs/schema.md's example queries that apply to ``dialect``, with their
+    example date replaced by a week ago (so "since a date" means something whatever today is)."""
     week_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(days=7)).date().isoformat()
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Score history: SQL schema", 1)[1].split("\n## ", 1)[0]
+    schema_doc = (ROOT / "docs" / "schema.md").read_text()
+    section = schema_doc.split("## Example queries", 1)[1].split("\n## ", 1)[0]
     statements = []
     for block in re.findall(r"```sql\n(.*?)```", section, flags=re.S):
         first = block.lstrip().splitlines()[0].strip()
@@ -162,7 +162,7 @@ def test_quickstart_end_to_end(db_url: str, serve: str) -> None:
         assert got["demo-weather-1"]["tool_call_accuracy"] == 1.0
         assert got["demo-forecast-1"]["tool_call_accuracy"] == 0.5
 
-        # every README query runs on this dialect and finds the quickstart's rows
+        # every documented query runs on this dialect and finds the quickstart's rows
         dialect = "PostgreSQL" if engine.dialect.name == "postgresql" else "SQLite"
         statements = readme_sql(dialect)
         assert len(statements) == 5
