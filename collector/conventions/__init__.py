@@ -19,6 +19,7 @@ from toolscore.collector.conventions.base import (
     ToolExecution,
 )
 from toolscore.collector.conventions.google_adk import GoogleADK
+from toolscore.collector.conventions.haystack import Haystack
 from toolscore.collector.conventions.logfire_openai_agents import LogfireOpenAIAgents
 from toolscore.collector.conventions.openinference import OpenInference
 from toolscore.collector.conventions.openllmetry import OpenLLMetry
@@ -47,6 +48,7 @@ REGISTRY: tuple[Convention, ...] = (
     Strands(),
     GoogleADK(),
     VercelAI(),
+    Haystack(),
     Smolagents(),  # OpenInference spans with smolagents' own history and final_answer
     OpenInference(),
     OtelGenAI(),

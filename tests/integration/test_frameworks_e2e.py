@@ -37,9 +37,11 @@ from toolscore.storage.pipeline import tool_calls
 # recording → the conversation id its framework recorded, and the convention that reads it
 RECORDINGS = {
     "smolagents-openinference-multi-turn.json": "sess-smolagents",
+    "haystack-multi-turn.json": "conv-haystack",
 }
 CONVENTIONS = {
     "smolagents-openinference-multi-turn.json": "smolagents",
+    "haystack-multi-turn.json": "haystack",
 }
 
 
