@@ -30,7 +30,15 @@ from typing import Any
 
 import orjson
 
-from toolscore.collector.conventions import Exchange, Message, ToolExecution, extract_observations
+from toolscore.collector.conventions import (
+    REGISTRY,
+    Convention,
+    Exchange,
+    Message,
+    Observation,
+    ToolExecution,
+    extract_observations,
+)
 from toolscore.collector.conventions.definitions import parameter_names
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
@@ -66,6 +74,10 @@ class Reconstruction:
     first_user_message: str | None
     root_span_id: str | None
     warnings: tuple[str, ...]
+    # Telemetry a convention failed to read (with why), or the whole reconstruction failing:
+    # what was rebuilt is incomplete, so scoring it would score a conversation that did not
+    # happen (a call inside an unreadable span simply vanishes). Empty: nothing was skipped.
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -90,13 +102,18 @@ class _Entry:
 
 def _canon_text(value: Any) -> str:
     decoded = decode_tool_input(value)
-    if decoded.arguments is not None:
-        try:
-            return orjson.dumps(decoded.arguments, option=_CANON_OPTIONS, default=str).decode()
-        except (TypeError, orjson.JSONEncodeError):  # e.g. integers beyond 64 bits
-            return json.dumps(decoded.arguments, sort_keys=True, default=str)
-    if decoded.positional:
-        return json.dumps(list(decoded.positional), default=str)
+    try:
+        if decoded.arguments is not None:
+            try:
+                return orjson.dumps(decoded.arguments, option=_CANON_OPTIONS, default=str).decode()
+            except (TypeError, orjson.JSONEncodeError):  # big integers, > 255 levels
+                return json.dumps(decoded.arguments, sort_keys=True, default=str)
+        if decoded.positional:
+            return json.dumps(list(decoded.positional), default=str)
+    except (TypeError, ValueError, RecursionError):
+        # Too deep even for json (about 1,000 levels): equal to nothing else; the memo keeps
+        # the value alive, so its id stays unique. The scorer refuses such arguments anyway.
+        return f"<not comparable: {id(value)}>"
     return decoded.raw or ""
 
 
@@ -449,11 +466,57 @@ def reconstruct(
     ``handoffs=False`` leaves out handoffs to other agents (``transfer_to_*`` calls).
     """
     warnings: list[str] = []
+    unread: list[str] = []
     try:
-        return _reconstruct(spans, logs, warnings, handoffs)
+        return _reconstruct(spans, logs, warnings, handoffs, unread)
     except Exception as exc:  # last line of defence: keep the conversation, report the problem
-        warnings.append(f"reconstruction failed: {type(exc).__name__}: {exc}")
-        return Reconstruction((), (), None, None, tuple(warnings))
+        reason = f"reconstruction failed: {type(exc).__name__}: {exc}"
+        warnings.append(reason)
+        return Reconstruction((), (), None, None, tuple(warnings), (*unread, reason))
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Watched:
+    """A convention whose failures are also recorded in ``unread`` (the registry's loop turns
+    them into warnings and goes on; the pipeline needs to know that something was skipped)."""
+
+    __slots__ = ("_inner", "_unread", "name")
+
+    def __init__(self, inner: Convention, unread: list[str]) -> None:
+        self._inner, self._unread, self.name = inner, unread, inner.name
+
+    def applies(self, span: SpanRecord) -> bool:
+        try:
+            return self._inner.applies(span)
+        except Exception as exc:
+            self._failed(span, exc)
+            raise
+
+    def extract(self, span: SpanRecord) -> Sequence[Observation]:
+        try:
+            return self._inner.extract(span)
+        except Exception as exc:
+            self._failed(span, exc)
+            raise
+
+    def _failed(self, span: SpanRecord, exc: Exception) -> None:
+        self._unread.append(
+            f"{self.name} could not read span {span.span_id} ({span.name!r}): "
+            f"{type(exc).__name__}: {_clip(str(exc))}"
+        )
+
+    def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
+        try:
+            return self._inner.extract_logs(logs)
+        except Exception as exc:
+            self._unread.append(
+                f"{self.name} could not read the log records: {type(exc).__name__}: "
+                f"{_clip(str(exc))}"
+            )
+            raise
 
 
 def _reconstruct(
@@ -461,8 +524,11 @@ def _reconstruct(
     logs: Sequence[LogRecordData],
     warnings: list[str],
     handoffs: bool = True,
+    unread: list[str] | None = None,
 ) -> Reconstruction:
-    observations, extract_warnings = extract_observations(spans, logs)
+    unread = unread if unread is not None else []
+    registry = tuple(_Watched(c, unread) for c in REGISTRY)
+    observations, extract_warnings = extract_observations(spans, logs, registry)
     warnings.extend(extract_warnings)
     ranks, order = _trace_ranks(spans, logs)
     exchanges = [o for o in observations if isinstance(o, Exchange)]
@@ -510,4 +576,5 @@ def _reconstruct(
         first_user_message=first_user,
         root_span_id=_root_span_id(spans, order[-1] if order else None),
         warnings=tuple(warnings),
+        unread=tuple(unread),
     )

@@ -124,7 +124,10 @@ def _from_string(text: str, *, raw: str, depth: int) -> DecodedArgs:
         if isinstance(literal, Mapping):
             return _with_raw(_from_mapping(literal, raw=raw, depth=depth + 1), raw)
     if stripped.startswith("{"):
-        repaired = repair_truncated_json(stripped)
+        try:
+            repaired = repair_truncated_json(stripped)
+        except RecursionError:  # nested beyond what json can read: kept as the raw text
+            repaired = None
         if isinstance(repaired, dict) and repaired:  # {} would read as "no arguments"
             return DecodedArgs(repaired, raw, False, partial=True)
         return DecodedArgs(None, raw, False)

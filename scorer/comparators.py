@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from toolscore.scorer.model import ConfigError
+from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH, too_deep
 
 
 class Comparator(Protocol):
@@ -48,21 +49,30 @@ def _maybe_decode(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep for json: compared as the text
             return value
     return value
 
 
-def json_equal(a: Any, b: Any) -> bool:
-    """Deep equality of JSON values: key order ignored, ``1 == 1.0``; ``"1" != 1 != true``."""
+def json_equal(a: Any, b: Any, depth: int = 1) -> bool:
+    """Deep equality of JSON values: key order ignored, ``1 == 1.0``; ``"1" != 1 != true``.
+
+    Values nested deeper than ``MAX_ARGUMENT_DEPTH`` raise :class:`NestingError`.
+    """
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise too_deep("argument values")
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k], depth + 1) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise too_deep("argument values")
+        return len(a) == len(b) and all(
+            json_equal(x, y, depth + 1) for x, y in zip(a, b, strict=True)
+        )
     return type(a) is type(b) and a == b
 
 
@@ -94,8 +104,11 @@ def _as_number(value: Any) -> float | None:
     return None
 
 
-def normalize(value: Any) -> Any:
-    """Case- and whitespace-insensitive form; numeric strings become numbers."""
+def normalize(value: Any, depth: int = 1) -> Any:
+    """Case- and whitespace-insensitive form; numeric strings become numbers.
+
+    Values nested deeper than ``MAX_ARGUMENT_DEPTH`` raise :class:`NestingError`.
+    """
     if isinstance(value, str):
         number = _as_number(value)
         if number is not None:
@@ -105,10 +118,12 @@ def normalize(value: Any) -> Any:
         return str(value).casefold() if value is not None else None
     if isinstance(value, int | float):
         return float(value)
+    if isinstance(value, dict | list | tuple) and depth > MAX_ARGUMENT_DEPTH:
+        raise too_deep("argument values")
     if isinstance(value, dict):
-        return frozenset((str(k).casefold(), normalize(v)) for k, v in value.items())
+        return frozenset((str(k).casefold(), normalize(v, depth + 1)) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return tuple(normalize(v) for v in value)
+        return tuple(normalize(v, depth + 1) for v in value)
     return value
 
 

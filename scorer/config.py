@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolscore.scorer.accuracy import LENGTH_POLICIES, ORDERS, ToolCallAccuracy
+from toolscore.scorer.accuracy import LENGTH_POLICIES, ORDERS, ToolCallAccuracy, flat_calls
 from toolscore.scorer.arguments import ArgumentPolicy, ToolPolicy
 from toolscore.scorer.comparators import EXACT, Comparator, parse_comparator
 from toolscore.scorer.f1 import ToolCallF1
 from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
+from toolscore.scorer.nesting import NestingError, check_calls
 
 METRIC_TYPES = ("tool_call_accuracy", "tool_call_f1")
 #: Keys of an output line; an instance may not be named like them.
@@ -72,14 +73,27 @@ class MetricInstance:
         """Score one sample; a missing reference gives ``value=None`` and an ``error``."""
         if reference is None:
             return Score(None, {}, "reference_tool_calls is missing (null): nothing to compare to")
-        value, details = self.metric.evaluate(predicted, reference)
+        try:
+            _check_nesting(predicted, reference)
+            value, details = self.metric.evaluate(predicted, reference)
+        except NestingError as exc:  # the sample cannot be compared; the others still can
+            return Score(None, {}, str(exc))
         return Score(value, details, None)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference | None) -> float | None:
         """The score alone (no explanation): the fast path for bulk scoring."""
         if reference is None:
             return None
-        return self.metric.value(predicted, reference)
+        try:
+            _check_nesting(predicted, reference)
+            return self.metric.value(predicted, reference)
+        except NestingError:
+            return None
+
+
+def _check_nesting(predicted: Sequence[ToolCall], reference: Reference) -> None:
+    check_calls(predicted, "predicted")
+    check_calls(flat_calls(reference), "reference")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,16 +9,23 @@ from typing import Any, ClassVar
 from toolscore.scorer.accuracy import flat_calls
 from toolscore.scorer.explain import format_call
 from toolscore.scorer.model import Reference, ToolCall
+from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH, too_deep
 
 
-def make_hashable(obj: Any) -> Any:
-    """Ragas's ``_make_hashable``: dicts → frozensets of items, lists/tuples → tuples."""
+def make_hashable(obj: Any, depth: int = 1) -> Any:
+    """Ragas's ``_make_hashable``: dicts → frozensets of items, lists/tuples → tuples.
+
+    Refuses values nested deeper than ``MAX_ARGUMENT_DEPTH`` (:class:`NestingError`), where
+    Ragas's own recursion would end in a ``RecursionError``.
+    """
+    if isinstance(obj, dict | list | tuple | set) and depth > MAX_ARGUMENT_DEPTH:
+        raise too_deep("tool call arguments")
     if isinstance(obj, dict):
-        return frozenset((k, make_hashable(v)) for k, v in obj.items())
+        return frozenset((k, make_hashable(v, depth + 1)) for k, v in obj.items())
     if isinstance(obj, list | tuple):
-        return tuple(make_hashable(item) for item in obj)
+        return tuple(make_hashable(item, depth + 1) for item in obj)
     if isinstance(obj, set):
-        return frozenset(make_hashable(item) for item in obj)
+        return frozenset(make_hashable(item, depth + 1) for item in obj)
     return obj
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolscore.scorer.model import Message, Reference, ReferenceItem, Sample, SampleError, ToolCall
+from toolscore.scorer.nesting import DEPTH_PROBLEM, depth_exceeds, has_containers
 
 _MESSAGE_TYPES = ("human", "ai", "tool")
 
@@ -84,6 +85,8 @@ def _tool_call(obj: object) -> ToolCall:
         if "args" not in obj:
             raise _Bad(".args", "missing (use {} for a call without arguments)")
         raise _Bad(".args", f"must be an object, got {_describe(args)}")
+    if has_containers(args) and depth_exceeds(args):
+        raise _Bad(".args", DEPTH_PROBLEM)
     return _make_tool_call(name, args)
 
 

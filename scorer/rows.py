@@ -11,6 +11,7 @@ from typing import Any
 
 from toolscore.scorer.config import ScoringConfig
 from toolscore.scorer.model import SampleError
+from toolscore.scorer.nesting import NestingError
 from toolscore.scorer.parse import read_calls
 
 
@@ -44,10 +45,17 @@ def score_row(
             if errors is None:
                 errors = {}
             errors[name] = instance.score(predicted, reference).error or "not scored"
-        elif details:
-            row[name], explanations[name] = instance.metric.evaluate(predicted, reference)
         else:
-            row[name] = instance.metric.value(predicted, reference)
+            try:
+                if details:
+                    row[name], explanations[name] = instance.metric.evaluate(predicted, reference)
+                else:
+                    row[name] = instance.metric.value(predicted, reference)
+            except NestingError as exc:  # only hand-made or comparator-decoded values get here
+                row[name] = None
+                explanations[name] = {}
+                errors = errors if errors is not None else {}
+                errors[name] = str(exc)
     if details:
         row["details"] = explanations
     if errors is not None:

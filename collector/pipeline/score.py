@@ -20,7 +20,7 @@ from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null
 
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
 from toolscore.storage.dialect import bulk_insert
 from toolscore.storage.expectations import (
@@ -39,6 +39,7 @@ from toolscore.storage.pipeline import (
     supports_skip_locked,
     tool_calls,
 )
+from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.telemetry import load_logs, load_spans
 
 _CHUNK = 500
@@ -138,7 +139,8 @@ class _Matcher:
                 return found
         if (found := find_by_conversation_id(self._conn, conversation_id)) is not None:
             return found
-        norm = normalize_user_input(first_user_message) if first_user_message else ""
+        # Made storable: a NUL in a query parameter fails the whole statement on PostgreSQL.
+        norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
         if not norm:
             return None
         if norm not in self._by_text:
@@ -146,20 +148,75 @@ class _Matcher:
         return self._by_text[norm]
 
 
-def _call_rows(calls: Sequence[Any]) -> tuple[dict[str, Any], ...]:
-    return tuple(
-        {
-            "position": c.position,
-            "name": c.name,
-            "arguments": c.arguments,
-            "arguments_raw": c.arguments_raw,
-            "arguments_ok": c.arguments_ok,
-            "call_id": c.call_id,
-            "trace_id": c.trace_id,
-            "span_id": c.span_id,
-            "convention": c.convention,
-        }
-        for c in calls
+def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
+    """``tool_calls`` rows the database can hold (``toolscore.storage.storable``); each value
+    that had to change is named in ``notes``, and ``arguments_raw`` keeps the original
+    arguments as ASCII-escaped JSON, so nothing is lost."""
+    rows = []
+    for c in calls:
+        name, call_id = storable_text(c.name), _text_or_none(c.call_id)
+        arguments, why = storable_json(c.arguments) if c.arguments is not None else (None, None)
+        raw = _text_or_none(c.arguments_raw)
+        changed = [
+            what
+            for what, new, old in (("name", name, c.name), ("call id", call_id, c.call_id))
+            if new is not old
+        ]
+        if why is not None:
+            changed.append(f"arguments {why}")
+            if raw is None:
+                raw = escaped_json(c.arguments) or f"<arguments {TOO_DEEP}: kept in the span only>"
+        if raw is not c.arguments_raw and c.arguments_raw is not None:
+            changed.append("raw arguments text replaced")
+        if changed:
+            notes.append(
+                f"tool call #{c.position} {name!r}: {', '.join(changed)} (NUL and lone surrogates "
+                "are stored as U+FFFD; arguments_raw keeps the original escaped)"
+            )
+        rows.append(
+            {
+                "position": c.position,
+                "name": name,
+                "arguments": arguments,
+                "arguments_raw": raw,
+                "arguments_ok": c.arguments_ok,
+                "call_id": call_id,
+                "trace_id": c.trace_id,
+                "span_id": c.span_id,
+                "convention": c.convention,
+            }
+        )
+    return tuple(rows)
+
+
+def _text_or_none(text: str | None) -> str | None:
+    return None if text is None else storable_text(text)
+
+
+def _storable_evaluations(
+    rows: Sequence[dict[str, Any]], notes: list[str]
+) -> tuple[dict[str, Any], ...]:
+    """Evaluation rows the database can hold; ``notes`` (what had to change in this
+    conversation's stored values) go into every row's details as ``storage_notes``."""
+    fixed = []
+    for row in rows:
+        details, why = storable_json(row["details"])
+        if why is not None:
+            notes.append(f"{row['metric']} details: {why}")
+        fixed.append((row, details if isinstance(details, dict) else {}))
+    out = []
+    for row, details in fixed:
+        if notes:
+            details = {**details, "storage_notes": list(notes)}
+        out.append({**row, "details": details, "error": _text_or_none(row["error"])})
+    return tuple(out)
+
+
+def _unread_reason(unread: Sequence[str]) -> str:
+    shown = "; ".join(unread[:3]) + (f"; and {len(unread) - 3} more" if len(unread) > 3 else "")
+    return (
+        f"not scored: {len(unread)} part(s) of the telemetry could not be read, so the rebuilt "
+        f"conversation is incomplete ({shown})"
     )
 
 
@@ -179,20 +236,30 @@ def _compute_one(
     try:
         rec = reconstruct(spans, logs, handoffs=handoffs)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
-        return _Computed(status=STATUS_ERROR, error=f"reconstruction failed: {exc!r}", **base)
-    calls = _call_rows(rec.tool_calls)
+        reason = storable_text(f"reconstruction failed: {exc!r}")
+        return _Computed(status=STATUS_ERROR, error=reason, **base)
+    notes: list[str] = []
+    calls = _call_rows(rec.tool_calls, notes)
+    first = _text_or_none(rec.first_user_message)
+    if first is not rec.first_user_message:
+        notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
     expectation = matcher.match(row["reference_id"], row["id"], rec.first_user_message)
-    common = {"first_user_message": rec.first_user_message, "calls": calls, **base}
+    common: dict[str, Any] = {"first_user_message": first, "calls": calls, **base}
+    matched: dict[str, Any] = {}
+    if expectation is not None:
+        matched = {"expectation_id": expectation.id, "expectation_version": expectation.version}
+    if rec.unread:  # scoring a conversation with a part missing would score the wrong thing
+        reason = storable_text(_unread_reason(rec.unread))
+        return _Computed(status=STATUS_ERROR, error=reason, **matched, **common)
     if expectation is None:
         return _Computed(status=STATUS_UNMATCHED, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
     rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
-        expectation_id=expectation.id,
-        expectation_version=expectation.version,
-        evaluations=rows,
-        error=error,
+        evaluations=_storable_evaluations(rows, notes),
+        error=_text_or_none(error),
+        **matched,
         **common,
     )
 
