@@ -21,6 +21,7 @@ from toolscore.collector.conventions.base import (
 from toolscore.collector.conventions.google_adk import GoogleADK
 from toolscore.collector.conventions.haystack import Haystack
 from toolscore.collector.conventions.logfire_openai_agents import LogfireOpenAIAgents
+from toolscore.collector.conventions.mastra import Mastra
 from toolscore.collector.conventions.openinference import OpenInference
 from toolscore.collector.conventions.openllmetry import OpenLLMetry
 from toolscore.collector.conventions.otel_genai import OtelGenAI
@@ -48,6 +49,7 @@ REGISTRY: tuple[Convention, ...] = (
     Strands(),
     GoogleADK(),
     VercelAI(),
+    Mastra(),  # before OtelGenAI: its execute_tool spans are GenAI-shaped
     Haystack(),
     Smolagents(),  # OpenInference spans with smolagents' own history and final_answer
     OpenInference(),

@@ -38,10 +38,12 @@ from toolscore.storage.pipeline import tool_calls
 RECORDINGS = {
     "smolagents-openinference-multi-turn.json": "sess-smolagents",
     "haystack-multi-turn.json": "conv-haystack",
+    "mastra-multi-turn.json": "thread-mastra",
 }
 CONVENTIONS = {
     "smolagents-openinference-multi-turn.json": "smolagents",
     "haystack-multi-turn.json": "haystack",
+    "mastra-multi-turn.json": "mastra",
 }
 
 
