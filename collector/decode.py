@@ -140,6 +140,12 @@ def _parse_dict(obj: dict[str, Any], message: _M) -> _M:
     except (json_format.ParseError, ValueError, TypeError, ArithmeticError) as exc:
         # ArithmeticError: Infinity (accepted by json.loads) in an integer or enum field
         raise DecodeError(f"body is not a valid OTLP/JSON {name}: {exc}") from exc
+    except SystemError as exc:
+        # upb's field lookup raises this for a key with a lone surrogate (its UnicodeEncodeError
+        # escapes as "returned a result with an exception set")
+        raise DecodeError(
+            f"body is not a valid OTLP/JSON {name}: a key is not valid UTF-8"
+        ) from exc
     return message
 
 
