@@ -2,13 +2,14 @@
 
 Concurrency: several ingest transactions (one per ``toolscore serve`` process on one PostgreSQL)
 may touch the same trace at once, e.g. one storing its unnamed child spans while another stores
-the root span that names its conversation. Every transaction therefore takes the trace's
-``conversation_traces`` row lock before it reads or writes the trace's conversation:
+the root span that names its conversation. A transaction that may move a trace, or write to its
+trace-keyed conversation, first holds the trace's ``conversation_traces`` row lock:
 :func:`claim_traces` inserts the rows of new traces (waiting on a concurrent inserter) and locks
-the existing ones ``FOR UPDATE`` in trace id order. So a move and a join of one trace are
-serialised and the later one sees the earlier one's result: no trace is moved back, and no
-reference id is written to a trace-keyed conversation a concurrent move has just dropped. SQLite
-has one writer at a time (the ingest transaction writes spans first), so it needs no row locks.
+the rows of traces that may still move ``FOR UPDATE``, in trace id order. So a move and a join of
+one trace are serialised and the later one sees the earlier one's result: no trace is moved
+back, and no reference id is written to a trace-keyed conversation a concurrent move has just
+dropped. SQLite has one writer at a time (the ingest transaction writes spans first), so it needs
+no row locks.
 """
 
 from __future__ import annotations
@@ -55,39 +56,90 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]
         yield items[i : i + size]
 
 
+def _one_writer(conn: Connection) -> bool:
+    """SQLite: one write transaction at a time, so no row locks are needed."""
+    return conn.dialect.name == "sqlite"
+
+
 def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, TraceState]:
-    """Assign each new trace of ``proposed`` (trace id -> conversation id); lock and read the rest.
+    """Assign each new trace of ``proposed`` (trace id -> its named conversation, else itself);
+    read the rest, locking those a concurrent transaction may move: traces still in their
+    trace-keyed conversation and new ones another transaction assigned first. A trace in a
+    named conversation never moves, so it is read without a lock.
 
     A trace that already has a conversation keeps it here (moves are :func:`move_traces`).
     """
-    ct = conversation_traces
-    rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(proposed.items())]
-    ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
-    inserted = set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())
+    known = _read_assigned(conn, sorted(proposed))
+    unknown = sorted(proposed.keys() - known.keys())
+    inserted = _insert_new(conn, {t: proposed[t] for t in unknown})
     states = {t: TraceState(proposed[t], True, None, None) for t in inserted}
-    existing = sorted(proposed.keys() - inserted)
+    states.update(known)
+    if _one_writer(conn):  # what was read is current
+        return states
+    may_move = {t for t in unknown if t not in inserted}
+    may_move.update(t for t, s in known.items() if s.conversation_id == t)
+    locked = _lock(conn, sorted(may_move))
+    # Re-read (after the lock) the conversations of traces that move now (their stored reference
+    # id moves with them) or that another transaction assigned or moved meanwhile.
+    stale = {
+        t: conv
+        for t, conv in locked.items()
+        if (conv == t != proposed[t]) or t not in known or known[t].conversation_id != conv
+    }
+    rows_of = _conversation_rows(conn, sorted(set(stale.values())))
+    for t, conv in stale.items():
+        states[t] = TraceState(conv, False, *rows_of.get(conv, (None, None)))
+    return states
+
+
+def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, TraceState]:
+    ct, c = conversation_traces, conversations
+    found: dict[str, TraceState] = {}
+    for chunk in _chunks(trace_ids):
+        rows = conn.execute(
+            select(ct.c.trace_id, ct.c.conversation_id, c.c.last_trace_id, c.c.reference_id)
+            .select_from(ct.outerjoin(c, c.c.id == ct.c.conversation_id))
+            .where(ct.c.trace_id.in_(chunk))
+        )
+        for trace_id, conversation_id, last, ref in rows:
+            found[trace_id] = TraceState(conversation_id, False, last, ref)
+    return found
+
+
+def _insert_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
+    """Insert the assignments; the trace ids this transaction inserted (others were first)."""
+    if not assignments:
+        return set()
+    ct = conversation_traces
+    rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(assignments.items())]
+    # A trace another transaction is inserting makes this wait for it, then skip the row.
+    ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
+    if _one_writer(conn):  # nobody else inserted them meanwhile
+        conn.execute(ins, rows)
+        return set(assignments)
+    return set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())
+
+
+def _lock(conn: Connection, trace_ids: Sequence[str]) -> dict[str, str]:
+    """Lock the traces' rows (waiting for a transaction moving one); trace id -> conversation."""
+    ct = conversation_traces
     current: dict[str, str] = {}
-    for chunk in _chunks(existing):
+    for chunk in _chunks(trace_ids):
         locked = conn.execute(
             select(ct.c.trace_id, ct.c.conversation_id)
             .where(ct.c.trace_id.in_(chunk))
             .order_by(ct.c.trace_id)  # one lock order for all transactions
-            .with_for_update()
+            .with_for_update(key_share=True)  # FOR NO KEY UPDATE: what the move's UPDATE takes
         )
         current.update((trace_id, conversation_id) for trace_id, conversation_id in locked)
-    # A statement of its own, after the locks: PostgreSQL would give a locking join the
-    # conversation row as it was before the wait (a concurrent join's reference id unseen).
-    rows_of = _conversation_rows(conn, sorted(set(current.values())))
-    for trace_id, conversation_id in current.items():
-        last, ref = rows_of.get(conversation_id, (None, None))
-        states[trace_id] = TraceState(conversation_id, False, last, ref)
-    return states
+    return current
 
 
 def _conversation_rows(
     conn: Connection, conversation_ids: Sequence[str]
 ) -> dict[str, tuple[str | None, str | None]]:
-    """conversation id -> (last trace id, reference id)"""
+    """conversation id -> (last trace id, reference id), in a statement of its own: PostgreSQL
+    would give a locking join the conversation row as it was before the lock wait."""
     c = conversations.c
     found: dict[str, tuple[str | None, str | None]] = {}
     for chunk in _chunks(conversation_ids):

@@ -13,9 +13,9 @@ a trace reaches the trace's conversation, and the first one stored for a convers
 (conflicting later ones, from any of its traces, are ignored). See ``storage.assignments`` for
 why concurrent transactions (several servers) cannot lose a move or a reference id.
 
-Cost per ingest batch, whatever its size: one insert of new trace assignments, one locking
-``SELECT`` of already known traces (none if all are new), one upsert of conversations, plus three
-small statements only when traces move.
+Cost per ingest batch, whatever its size: one ``SELECT`` of known traces, one insert of new trace
+assignments, one upsert of conversations; on PostgreSQL one locking ``SELECT`` of the known
+traces still in their trace-keyed conversation; a few small statements only when traces move.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def assign_spans(
     if not traces:
         return AssignResult(0, 0, 0)
     # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
-    # row (locked now), and the plan below decides whether it moves.
+    # row (locked if it may still move) and the plan below decides whether it moves.
     states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces})
     plan = _plan(traces, states)
     move_traces(conn, plan.moves)
