@@ -3,19 +3,57 @@
 SQLite gets WAL (readers never block the writer), a busy timeout (concurrent processes wait
 instead of failing at once), ``synchronous=NORMAL`` (durable across process crashes in WAL mode,
 much faster than FULL) and enforced foreign keys. PostgreSQL goes through psycopg 3.
+
+Every engine gets transport deadlines on PostgreSQL (``connect_timeout``, TCP keepalives,
+``tcp_user_timeout``): a dead network path fails a call instead of hanging it. A long-running
+service also passes :class:`Deadlines` with statement deadlines: server-side
+``statement_timeout`` / ``lock_timeout`` / ``idle_in_transaction_session_timeout``, and a
+client-side call deadline (:mod:`toolscore.storage.callwatch`) that abandons a call the server
+never answers. Settings given in the database URL's query win over all of these.
 """
 
 from __future__ import annotations
 
+import math
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 
+from toolscore.storage.callwatch import CallWatch
 from toolscore.storage.jsoncodec import json_dumps, json_loads
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+# Transport deadlines of every PostgreSQL connection. An idle connection whose peer is gone is
+# found after KEEPALIVE_IDLE_S + KEEPALIVES_COUNT * KEEPALIVE_INTERVAL_S (25 s); data the peer
+# does not acknowledge for TCP_USER_TIMEOUT_S fails the call (the kernel drops the connection).
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+KEEPALIVE_IDLE_S = 10
+KEEPALIVE_INTERVAL_S = 5
+KEEPALIVES_COUNT = 3
+TCP_USER_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """Deadlines of one engine's database calls (seconds; None: no such deadline).
+
+    ``call_s`` is the client-side limit on any single call (statement, COMMIT, pre-ping): past
+    it the connection is shut down and discarded. It must exceed ``statement_s``, so that the
+    server cancels a slow but live statement first and only a silent connection is abandoned.
+    On SQLite only ``lock_s`` applies (the busy timeout: how long a writer waits for the lock).
+    """
+
+    connect_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    statement_s: float | None = None
+    lock_s: float | None = None
+    idle_in_transaction_s: float | None = None
+    call_s: float | None = None
 
 
 class DatabaseUrlError(ValueError):
@@ -51,25 +89,89 @@ def redact(url: str | URL) -> str:
         return "<invalid database URL>"
 
 
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    try:
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
+def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    return on_connect
 
 
-def create_engine(url: str | URL, **kwargs: Any) -> Engine:
-    """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service."""
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+def postgres_connect_args(deadlines: Deadlines, url: URL) -> dict[str, Any]:
+    """libpq connection parameters for ``deadlines``; those set in ``url``'s query are kept."""
+    given = url.query
+    args: dict[str, Any] = {
+        # libpq reads whole seconds and treats anything below 2 as 2
+        "connect_timeout": max(2, math.ceil(deadlines.connect_s)),
+        "keepalives": 1,
+        "keepalives_idle": KEEPALIVE_IDLE_S,
+        "keepalives_interval": KEEPALIVE_INTERVAL_S,
+        "keepalives_count": KEEPALIVES_COUNT,
+        "tcp_user_timeout": _ms(TCP_USER_TIMEOUT_S),
+    }
+    args = {k: v for k, v in args.items() if k not in given}
+    server = [
+        (name, value)
+        for name, value in (
+            ("statement_timeout", deadlines.statement_s),
+            ("lock_timeout", deadlines.lock_s),
+            ("idle_in_transaction_session_timeout", deadlines.idle_in_transaction_s),
+        )
+        if value is not None
+    ]
+    if server:
+        ours = " ".join(f"-c {name}={_ms(value)}" for name, value in server)
+        theirs = given.get("options")
+        # later -c settings win: the URL's own options come last
+        args["options"] = ours if not theirs else f"{ours} {theirs}"
+    return args
+
+
+def create_engine(
+    url: str | URL,
+    *,
+    deadlines: Deadlines | None = None,
+    on_abandon: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> Engine:
+    """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service.
+
+    ``deadlines`` (default: :class:`Deadlines` ``()``, transport deadlines only) bound every
+    call; ``on_abandon`` is called (in the deadline thread) for each call abandoned after
+    ``deadlines.call_s``.
+    """
     parsed = normalize_url(url)
+    deadlines = deadlines or Deadlines()
     kwargs.setdefault("json_serializer", json_dumps)
     kwargs.setdefault("json_deserializer", json_loads)
     if parsed.get_backend_name() == "sqlite":
+        busy_ms = SQLITE_BUSY_TIMEOUT_MS if deadlines.lock_s is None else _ms(deadlines.lock_s)
         engine = sqlalchemy.create_engine(parsed, **kwargs)
-        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "connect", _sqlite_pragmas(busy_ms))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return sqlalchemy.create_engine(parsed, **kwargs)
+    connect_args = postgres_connect_args(deadlines, parsed)
+    connect_args.update(kwargs.pop("connect_args", {}))
+    engine = sqlalchemy.create_engine(parsed, connect_args=connect_args, **kwargs)
+    if deadlines.call_s is not None:
+        _watches[engine] = CallWatch(engine, deadlines.call_s, on_abandon)
+    return engine
+
+
+_watches: weakref.WeakKeyDictionary[Engine, CallWatch] = weakref.WeakKeyDictionary()
+
+
+def call_watch(engine: Engine) -> CallWatch | None:
+    """The :class:`~toolscore.storage.callwatch.CallWatch` of ``engine`` (None: no call
+    deadline)."""
+    return _watches.get(engine)
