@@ -1,11 +1,17 @@
-"""Plain-text tables for the terminal (no dependency, stable output that scripts can diff)."""
+"""Plain-text tables for the terminal (no dependency, stable output that scripts can diff).
+
+Cells are untrusted (span-derived): :func:`render_table` escapes their control characters
+(``toolscore.collector.safe_text``) before measuring them, so a cell can neither move the cursor
+nor break the table's lines.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+from toolscore.collector.safe_text import json_safe, terminal_safe
 
 ELLIPSIS = "…"
 
@@ -18,7 +24,8 @@ def clip(text: str, width: int) -> str:
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], max_width: int = 48) -> str:
     """Columns left-aligned and padded to their widest cell, a dashed rule under the header."""
-    cells = [[clip(c, max_width) for c in row] for row in rows]
+    cells = [[clip(terminal_safe(c), max_width) for c in row] for row in rows]
+    headers = [terminal_safe(h) for h in headers]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
@@ -42,8 +49,9 @@ def format_time(value: datetime | None) -> str:
 
 
 def format_value(value: Any) -> str:
-    """A JSON value as compact JSON (strings quoted, so ``"1"`` and ``1`` stay distinct)."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    """A JSON value as compact JSON (strings quoted, so ``"1"`` and ``1`` stay distinct; control
+    characters as JSON escapes)."""
+    return json_safe(value, separators=(", ", ": "))
 
 
 def format_call(name: Any, args: Any) -> str:

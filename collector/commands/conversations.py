@@ -3,12 +3,14 @@
 Both read the pipeline's tables (``conversations``, ``evaluations``, ``tool_calls``) and the
 expectation version each conversation was scored against; ``show`` also rebuilds the messages from
 the stored spans. ``--json`` prints the same data for scripts.
+
+Every value shown comes from spans (untrusted): the text output escapes control and bidi
+characters (``toolscore.collector.safe_text``), the JSON output escapes them as ``\\uXXXX``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,6 +26,7 @@ from toolscore.collector.commands._table import (
 )
 from toolscore.collector.commands.common import add_db_argument, open_migrated_database
 from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
+from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -68,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 
 def _error(message: str) -> None:
-    print(f"toolscore: {message}", file=sys.stderr)
+    print(safe_message(f"toolscore: {message}"), file=sys.stderr)
 
 
 def _open(args: argparse.Namespace) -> Engine | None:
@@ -151,7 +154,7 @@ def _conversations(args: argparse.Namespace) -> int:
             }
             for r in rows
         ]
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json_safe(out, indent=2))
         return 0
     if not rows:
         which = f" with status {args.status}" if args.status else ""
@@ -206,9 +209,9 @@ def _show(args: argparse.Namespace) -> int:
         _error(f"conversation {args.conversation!r} has no revision {args.revision}")
         return 1
     if args.json:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print(json_safe(data, indent=2, default=str))
     else:
-        print("\n".join(render_conversation(data)))
+        print(safe_lines(render_conversation(data)))
     return 0
 
 

@@ -1,11 +1,17 @@
-"""``toolscore export --format csv|jsonl``: evaluations for notebooks and spreadsheets."""
+"""``toolscore export --format csv|jsonl``: evaluations for notebooks and spreadsheets.
+
+Ids, errors and details are untrusted (span-derived). CSV is for spreadsheets and terminals: a
+text cell has its control and bidi characters escaped (``\\x1b``, ``\\n``: one record per line)
+and gets a ``'`` prefix when a spreadsheet would run it as a formula (``=HYPERLINK(...)``); the
+JSON columns and JSON lines escape those characters as ``\\uXXXX`` and so keep the exact values
+(``toolscore.collector.safe_text``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import datetime as dt
-import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -13,6 +19,7 @@ from typing import IO, Any
 
 from toolscore.collector.commands.common import add_db_argument, resolve_db_url
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.safe_text import csv_cell, json_safe, safe_message, terminal_safe
 
 # Column order of the CSV and key order of each JSON line.
 FIELDS = (
@@ -90,9 +97,9 @@ def write_csv(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
     writer.writeheader()
     n = 0
     for row in rows:
-        flat = dict(row)
+        flat = {k: csv_cell(terminal_safe(v)) if isinstance(v, str) else v for k, v in row.items()}
         for key in ("metric_config", "details"):
-            flat[key] = json.dumps(row[key], sort_keys=True, ensure_ascii=False)
+            flat[key] = json_safe(row[key], sort_keys=True)
         flat["is_current"] = "true" if row["is_current"] else "false"
         writer.writerow(flat)
         n += 1
@@ -102,7 +109,7 @@ def write_csv(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
 def write_jsonl(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
     n = 0
     for row in rows:
-        out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        out.write(json_safe(row, default=str) + "\n")
         n += 1
     return n
 
@@ -114,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         engine = create_engine(url)
     except DatabaseUrlError as exc:
-        print(f"toolscore export: {exc}", file=sys.stderr)
+        print(safe_message(f"toolscore export: {exc}"), file=sys.stderr)
         return 2
     out: IO[str] = sys.stdout
     try:
@@ -132,15 +139,16 @@ def run(args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
-        print(f"toolscore export: cannot write {args.output or 'stdout'}: {exc}", file=sys.stderr)
+        where = args.output or "stdout"
+        print(safe_message(f"toolscore export: cannot write {where}: {exc}"), file=sys.stderr)
         return 1
     except Exception as exc:
-        print(f"toolscore export: cannot read {redact(url)}: {exc}", file=sys.stderr)
+        print(safe_message(f"toolscore export: cannot read {redact(url)}: {exc}"), file=sys.stderr)
         return 1
     finally:
         if out is not sys.stdout:
             out.close()
         engine.dispose()
     if args.output:
-        print(f"{n} evaluations written to {args.output}", file=sys.stderr)
+        print(safe_message(f"{n} evaluations written to {args.output}"), file=sys.stderr)
     return 0

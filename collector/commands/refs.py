@@ -1,5 +1,9 @@
 """``toolscore refs import|list|show``: manage the reference expectations conversations are scored
-against."""
+against.
+
+Expectation ids, calls and match rules come from imported files: the text output escapes their
+control and bidi characters (``toolscore.collector.safe_text``), the JSON output as ``\\uXXXX``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from toolscore.collector.commands.common import (
     open_migrated_database,
     resolve_db_url,
 )
+from toolscore.collector.safe_text import json_safe, safe_lines, safe_message, terminal_safe
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -70,7 +75,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"toolscore refs: {message}", file=sys.stderr)
+    print(safe_message(f"toolscore refs: {message}"), file=sys.stderr)
 
 
 def _metric_names(config_path: Path) -> list[str]:
@@ -97,7 +102,7 @@ def _import(args: argparse.Namespace) -> int:
     except RefsFileError as exc:
         _error(f"{args.file} rejected, nothing imported:")
         for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {safe_message(str(problem))}", file=sys.stderr)
         return 2
 
     url = resolve_db_url(args, os.environ)
@@ -120,9 +125,9 @@ def _import(args: argparse.Namespace) -> int:
         engine.dispose()
     for entry in report.entries:
         if entry.status != "unchanged":
-            print(f"{entry.status:9} {entry.id} v{entry.version}")
+            print(terminal_safe(f"{entry.status:9} {entry.id} v{entry.version}"))
     print(
-        f"{args.file}: {report.created} created, {report.updated} updated, "
+        f"{terminal_safe(args.file)}: {report.created} created, {report.updated} updated, "
         f"{report.unchanged} unchanged"
     )
     return 0
@@ -187,7 +192,7 @@ def _list(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if args.json:
-        print(json.dumps([row_json(r) for r in rows], ensure_ascii=False, indent=2))
+        print(json_safe([row_json(r) for r in rows], indent=2))
         return 0
     if not rows:
         print("no expectations: import some with `toolscore refs import FILE`")
@@ -227,9 +232,9 @@ def _show(args: argparse.Namespace) -> int:
         _error(f"no expectation {args.id!r}{which}")
         return 1
     if args.json:
-        print(json.dumps(row_json(row), ensure_ascii=False, indent=2))
+        print(json_safe(row_json(row), indent=2))
         return 0
-    print("\n".join(render_expectation(row, [v.version for v in versions])))
+    print(safe_lines(render_expectation(row, [v.version for v in versions])))
     return 0
 
 

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.safe_text import safe_message
 
 DEFAULT_DAYS = 30
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         engine = create_engine(url)
     except DatabaseUrlError as exc:
-        print(f"toolscore report: {exc}", file=sys.stderr)
+        print(safe_message(f"toolscore report: {exc}"), file=sys.stderr)
         return 2
     try:
         with engine.connect() as conn:
@@ -67,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
             )
     except Exception as exc:
         print(
-            f"toolscore report: cannot read the history from {redact(url)}: {exc}\n"
-            "(is the database migrated? run `toolscore db upgrade`)",
+            safe_message(f"toolscore report: cannot read the history from {redact(url)}: {exc}")
+            + "\n(is the database migrated? run `toolscore db upgrade`)",
             file=sys.stderr,
         )
         return 1
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(render_html(report))
         except OSError as exc:
-            print(f"toolscore report: cannot write {args.html}: {exc}", file=sys.stderr)
+            message = f"toolscore report: cannot write {args.html}: {exc}"
+            print(safe_message(message), file=sys.stderr)
             return 1
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return 0

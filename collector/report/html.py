@@ -1,14 +1,27 @@
-"""The HTML report: one self-contained page (inline CSS and SVG; no script, font or image URL)."""
+"""The HTML report: one self-contained page (inline CSS and SVG; no script, font or image URL).
+
+Every untrusted text (ids, metric names, explanations) goes through :func:`escape`: HTML-escaped,
+and its control and bidi characters shown escaped as on the terminal, so a bidi override cannot
+reorder what the reader sees.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from html import escape
+from html import escape as _html_escape
 
 from toolscore.collector.report.data import Report, Series
 from toolscore.collector.report.text import trend_text
+from toolscore.collector.safe_text import terminal_safe
 
 W, H = 640, 220
+
+
+def escape(value: str) -> str:
+    """``value`` as HTML text or attribute value, its control and bidi characters visible."""
+    return _html_escape(terminal_safe(value), quote=True)
+
+
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 30
 
 CSS = """

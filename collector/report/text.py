@@ -1,8 +1,13 @@
-"""The terminal summary: one line per expectation and metric, then the worst conversations."""
+"""The terminal summary: one line per expectation and metric, then the worst conversations.
+
+Ids, metric names and explanations are untrusted: every line is escaped for the terminal
+(``toolscore.collector.safe_text``), cells before their widths are measured.
+"""
 
 from __future__ import annotations
 
 from toolscore.collector.report.data import Report, Series
+from toolscore.collector.safe_text import safe_lines, terminal_safe
 
 SPARK = "▁▂▃▄▅▆▇█"
 TREND_FLAT = 0.005  # |trend| below this reads as flat
@@ -49,8 +54,8 @@ def render_text(report: Report, width: int = 100) -> str:
     header = ("expectation", "metric", "evals", "scored", "mean", "pass", "trend", "daily mean")
     rows = [
         (
-            s.expectation_id,
-            s.metric,
+            terminal_safe(s.expectation_id),
+            terminal_safe(s.metric),
             str(s.evaluations),
             str(s.scored),
             _num(s.mean),
@@ -73,6 +78,6 @@ def render_text(report: Report, width: int = 100) -> str:
         for w in report.worst:
             score = "error" if w.score is None else f"{w.score:.3f}"
             head = f"  {score:>6}  {w.conversation_id}  {w.expectation_id}/{w.metric}  {w.day}"
-            lines.append(_cut(head, width))
-            lines.append(_cut(f"          {w.explanation}", width))
-    return "\n".join(lines) + "\n"
+            lines.append(_cut(terminal_safe(head), width))
+            lines.append(_cut(terminal_safe(f"          {w.explanation}"), width))
+    return safe_lines(lines) + "\n"
