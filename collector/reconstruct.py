@@ -30,15 +30,7 @@ from typing import Any
 
 import orjson
 
-from toolscore.collector.conventions import (
-    REGISTRY,
-    Convention,
-    Exchange,
-    Message,
-    Observation,
-    ToolExecution,
-    extract_observations,
-)
+from toolscore.collector.conventions import Exchange, Message, ToolExecution, extract_observations
 from toolscore.collector.conventions.definitions import parameter_names
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
@@ -249,7 +241,9 @@ def _dedupe(
     interval = {s.span_id: (s.trace_id, s.start_ns, s.end_ns) for s in spans}
     kept: list[Exchange] = []
     by_response: set[str] = set()
-    timed: list[tuple[tuple[str, int, int], tuple[Any, ...], Exchange]] = []
+    # Earlier exchanges' intervals by (trace, output shape): only those can be a duplicate, and
+    # a long conversation's exchanges are then not each compared with all the others.
+    timed: dict[tuple[str, tuple[Any, ...]], list[tuple[int, int]]] = defaultdict(list)
     for exchange in exchanges:
         if exchange.response_id and exchange.response_id in by_response:
             continue
@@ -257,12 +251,10 @@ def _dedupe(
         shape = _output_shape(exchange, canon)
         if where is not None and shape:
             trace, start, end = where
-            if any(
-                t == trace and s <= end and start <= e and other == shape
-                for (t, s, e), other, _ in timed
-            ):
+            same = timed[(trace, shape)]
+            if any(s <= end and start <= e for s, e in same):
                 continue
-            timed.append((where, shape, exchange))
+            same.append((start, end))
         if exchange.response_id:
             by_response.add(exchange.response_id)
         kept.append(exchange)
@@ -475,50 +467,6 @@ def reconstruct(
         return Reconstruction((), (), None, None, tuple(warnings), (*unread, reason))
 
 
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class _Watched:
-    """A convention whose failures are also recorded in ``unread`` (the registry's loop turns
-    them into warnings and goes on; the pipeline needs to know that something was skipped)."""
-
-    __slots__ = ("_inner", "_unread", "name")
-
-    def __init__(self, inner: Convention, unread: list[str]) -> None:
-        self._inner, self._unread, self.name = inner, unread, inner.name
-
-    def applies(self, span: SpanRecord) -> bool:
-        try:
-            return self._inner.applies(span)
-        except Exception as exc:
-            self._failed(span, exc)
-            raise
-
-    def extract(self, span: SpanRecord) -> Sequence[Observation]:
-        try:
-            return self._inner.extract(span)
-        except Exception as exc:
-            self._failed(span, exc)
-            raise
-
-    def _failed(self, span: SpanRecord, exc: Exception) -> None:
-        self._unread.append(
-            f"{self.name} could not read span {span.span_id} ({span.name!r}): "
-            f"{type(exc).__name__}: {_clip(str(exc))}"
-        )
-
-    def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
-        try:
-            return self._inner.extract_logs(logs)
-        except Exception as exc:
-            self._unread.append(
-                f"{self.name} could not read the log records: {type(exc).__name__}: "
-                f"{_clip(str(exc))}"
-            )
-            raise
-
-
 def _reconstruct(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
@@ -527,8 +475,10 @@ def _reconstruct(
     unread: list[str] | None = None,
 ) -> Reconstruction:
     unread = unread if unread is not None else []
-    registry = tuple(_Watched(c, unread) for c in REGISTRY)
-    observations, extract_warnings = extract_observations(spans, logs, registry)
+    observations, extract_warnings = extract_observations(spans, logs)
+    # Its only warnings are a convention failing on a span or on the log records: each is
+    # telemetry that did not make it into the rebuilt conversation.
+    unread.extend(extract_warnings)
     warnings.extend(extract_warnings)
     ranks, order = _trace_ranks(spans, logs)
     exchanges = [o for o in observations if isinstance(o, Exchange)]

@@ -42,6 +42,27 @@ class Timing:
         return int(min(self.idle_s, self.settle_s) * NS)
 
 
+DEFAULT_BIG_SPANS = 5_000
+DEFAULT_MAX_SPANS = 500_000
+
+
+@dataclass(frozen=True, slots=True)
+class SizeLimits:
+    """How conversation size changes how it is scored.
+
+    More than ``big_spans`` spans: scored on its own, beside the rounds (which then go on
+    scoring the others), its lease renewed while it is read and scored. More than ``max_spans``:
+    not loaded at all (memory grows with the spans loaded); status ``error`` with the reason.
+    """
+
+    big_spans: int = DEFAULT_BIG_SPANS
+    max_spans: int = DEFAULT_MAX_SPANS
+
+    def __post_init__(self) -> None:
+        if self.big_spans < 1 or self.max_spans < 1:
+            raise ValueError(f"invalid conversation size limits {self!r}: must be >= 1")
+
+
 @dataclass(frozen=True, slots=True)
 class Claimed:
     conversation_id: str

@@ -10,7 +10,7 @@ from prometheus_client import Counter, Histogram
 from toolscore.collector.app import AppContext, Extension, ExtensionFactory
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
 from toolscore.collector.pipeline.assign import AssignConfig
-from toolscore.collector.pipeline.claim import Timing
+from toolscore.collector.pipeline.claim import DEFAULT_BIG_SPANS, SizeLimits, Timing
 from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.options import PipelineOptions, processes_for
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
@@ -49,6 +49,10 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             return Extension()
         config: ScoringConfig = ctx.scoring_config or default_config()
         timing = Timing(settle_s=options.settle_s, idle_s=options.root_idle_s)
+        limits = SizeLimits(
+            big_spans=min(DEFAULT_BIG_SPANS, options.max_conversation_spans),
+            max_spans=options.max_conversation_spans,
+        )
         metrics = PipelineMetrics(ctx.metrics.registry)
         process = None
         if options.separate_process:
@@ -75,6 +79,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 observer=observe,
                 process=process,
                 include_handoffs=options.include_handoffs,
+                limits=limits,
             )
             for _ in range(processes if process is not None else 1)
         ]

@@ -13,9 +13,12 @@ ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
 ENV_SCORING_IN_PROCESS = "TOOLSCORE_SCORING_IN_PROCESS"
 ENV_SCORING_PROCESSES = "TOOLSCORE_SCORING_PROCESSES"
 ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"
+ENV_MAX_CONVERSATION_SPANS = "TOOLSCORE_MAX_CONVERSATION_SPANS"
 HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
+# claim.DEFAULT_MAX_SPANS, repeated: this module stays light (imported to build the CLI parser)
+DEFAULT_MAX_CONVERSATION_SPANS = 500_000
 
 
 class PipelineOptionError(ValueError):
@@ -35,6 +38,8 @@ class PipelineOptions:
     # With separate_process: how many child processes score; None: auto (see processes_for).
     scoring_processes: int | None = None
     include_handoffs: bool = True  # transfer_to_* calls (handoffs to other agents) count
+    # More spans: the conversation is not loaded (status error, with the reason).
+    max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"tool calls (env {ENV_HANDOFFS}; default include)",
     )
     add(
+        "--max-conversation-spans",
+        metavar="N",
+        help="a conversation with more spans is not scored (status error, with the reason) "
+        "rather than loaded: memory grows with the spans of the biggest conversation "
+        f"(env {ENV_MAX_CONVERSATION_SPANS}; default {DEFAULT_MAX_CONVERSATION_SPANS})",
+    )
+    add(
         "--no-scoring",
         action="store_true",
         help="only store telemetry; do not assemble or score conversations",
@@ -109,6 +121,24 @@ def _seconds(
     if not seconds >= 0:
         raise PipelineOptionError(f"{source}: must be 0 or more seconds, got {text}")
     return seconds
+
+
+def _max_spans(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    text, source = getattr(args, "max_conversation_spans", None), "--max-conversation-spans"
+    if text is None:
+        text, source = (
+            environ.get(ENV_MAX_CONVERSATION_SPANS, "").strip(),
+            ENV_MAX_CONVERSATION_SPANS,
+        )
+    if not text:
+        return DEFAULT_MAX_CONVERSATION_SPANS
+    try:
+        spans = int(str(text).replace("_", ""))
+    except ValueError:
+        raise PipelineOptionError(f"{source}: {text!r} is not a number of spans") from None
+    if spans < 1:
+        raise PipelineOptionError(f"{source}: must be at least 1, got {spans}")
+    return spans
 
 
 def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> PipelineOptions:
@@ -138,6 +168,7 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
     if handoffs and handoffs not in HANDOFF_CHOICES:
         raise PipelineOptionError(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
     return PipelineOptions(
+        max_conversation_spans=_max_spans(args, environ),
         include_handoffs=handoffs != "exclude",
         scoring_processes=processes,
         enabled=not getattr(args, "no_scoring", False),

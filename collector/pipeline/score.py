@@ -265,12 +265,19 @@ def _compute_one(
 
 
 def compute(
-    conn: Connection, ids: Sequence[str], config: ScoringConfig, *, handoffs: bool = True
+    conn: Connection,
+    ids: Sequence[str],
+    config: ScoringConfig,
+    *,
+    handoffs: bool = True,
+    refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
     """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
     leaves handoffs to other agents out of the calls
-    (:func:`toolscore.collector.reconstruct.reconstruct`)."""
+    (:func:`toolscore.collector.reconstruct.reconstruct`). Conversations in ``refuse`` (id ->
+    reason) are not loaded: they get status ``error`` with that reason."""
     c, ct = conversations.c, conversation_traces.c
+    refuse = refuse or {}
     rows: list[Mapping[str, Any]] = []
     trace_conv: dict[str, str] = {}
     for i in range(0, len(ids), _CHUNK):
@@ -281,8 +288,9 @@ def compute(
                 select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(chunk))
             ).mappings()
         )
+        loaded = [conv_id for conv_id in chunk if conv_id not in refuse]
         for trace_id, conv_id in conn.execute(
-            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(chunk))
+            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(loaded))
         ):
             trace_conv[trace_id] = conv_id
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
@@ -295,8 +303,21 @@ def compute(
             logs[trace_conv[log.trace_id]].append(log)
     matcher = _Matcher(conn)
     return [
-        _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs) for r in rows
+        _refused(r, refuse[r["id"]])
+        if r["id"] in refuse
+        else _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs)
+        for r in rows
     ]
+
+
+def _refused(row: Mapping[str, Any], reason: str) -> _Computed:
+    return _Computed(
+        conversation_id=row["id"],
+        status=STATUS_ERROR,
+        trace_id=row["last_trace_id"],
+        root_span_id=row["root_span_id"],
+        error=storable_text(reason),
+    )
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
+import functools
 import gc
 import logging
 import multiprocessing
@@ -25,17 +27,27 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine
 
-from toolscore.collector.pipeline.claim import NS, Timing, claim_ready, next_due_ns
+from toolscore.collector.pipeline.claim import (
+    NS,
+    Claimed,
+    SizeLimits,
+    Timing,
+    claim_ready,
+    next_due_ns,
+)
 from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
+from toolscore.storage.leases import renew_leases, span_counts
 
 log = logging.getLogger(__name__)
+
+DEFAULT_LIMITS = SizeLimits()
 
 Observer = Callable[[Sequence[str], Sequence[float]], None]  # statuses, latencies (s)
 
@@ -46,6 +58,8 @@ class RoundResult:
     due_ns: int | None  # when the next conversation becomes ready (when nothing was claimed)
     statuses: tuple[str, ...] = ()  # scored / unmatched / error, one per written conversation
     latencies: tuple[float, ...] = ()  # seconds from its last span to its rows, likewise
+    # Claimed but left for :meth:`RoundRunner.score_big` (still claimed: renew their leases).
+    big: tuple[Claimed, ...] = ()
 
 
 @dataclass(slots=True)
@@ -90,9 +104,11 @@ class RoundRunner:
         worker_id: str,
         clock_ns: Callable[[], int] = time.time_ns,
         include_handoffs: bool = True,
+        limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.engine = engine
         self.include_handoffs = include_handoffs
+        self.limits = limits
         self.config = config
         self.timing = timing
         self.batch_size = batch_size
@@ -113,11 +129,46 @@ class RoundRunner:
             with self.engine.connect() as conn:
                 return RoundResult(0, next_due_ns(conn, now_ns=now_ns, timing=self.timing))
         with self.engine.connect() as conn:
+            counts = span_counts(conn, [c.conversation_id for c in claimed])
+            conn.rollback()
+        big = [c for c in claimed if self.limits.big_spans < counts.get(c.conversation_id, 0)]
+        refuse = {
+            c.conversation_id: self._too_big(counts[c.conversation_id])
+            for c in big
+            if counts[c.conversation_id] > self.limits.max_spans
+        }
+        big = [c for c in big if c.conversation_id not in refuse]
+        for c in big:
+            log.info(
+                "conversation %s has %d spans: scored on its own, beside the rounds",
+                c.conversation_id,
+                counts[c.conversation_id],
+            )
+        now_done = [c for c in claimed if c not in big]
+        result = self._score(now_done, refuse)
+        return dataclasses.replace(result, claimed=len(claimed), big=tuple(big))
+
+    def score_big(self, claimed: Claimed) -> RoundResult:
+        """Score one conversation left aside by :meth:`run_once` (its caller renews the lease)."""
+        return self._score([claimed], {})
+
+    def _too_big(self, spans: int) -> str:
+        return (
+            f"not scored: the conversation has {spans} spans, more than the limit of "
+            f"{self.limits.max_spans} per conversation (serve --max-conversation-spans, env "
+            "TOOLSCORE_MAX_CONVERSATION_SPANS); its spans are stored, none were loaded"
+        )
+
+    def _score(self, claimed: Sequence[Claimed], refuse: dict[str, str]) -> RoundResult:
+        if not claimed:
+            return RoundResult(0, None)
+        with self.engine.connect() as conn:
             computed = compute(
                 conn,
                 [c.conversation_id for c in claimed],
                 self.config,
                 handoffs=self.include_handoffs,
+                refuse=refuse,
             )
             conn.rollback()
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
@@ -131,6 +182,17 @@ class RoundRunner:
             tuple(o.status for o in outcomes),
             tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
         )
+
+    def renew(self, conversation_ids: Sequence[str]) -> list[str]:
+        """Renew this worker's leases on ``conversation_ids``; the ids still held."""
+        until_ns = self._clock_ns() + int(self.timing.lease_s * NS)
+        with self.engine.begin() as conn:
+            return renew_leases(
+                conn,
+                conversation_ids,
+                worker_id=self.worker_id,
+                until=dt.datetime.fromtimestamp(until_ns / NS, tz=dt.UTC),
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +209,12 @@ _child_runner: RoundRunner | None = None
 
 
 def _child_init(
-    spec: ScoringProcess, timing: Timing, batch_size: int, worker_id: str, server_pid: int
+    spec: ScoringProcess,
+    timing: Timing,
+    batch_size: int,
+    worker_id: str,
+    server_pid: int,
+    limits: SizeLimits = DEFAULT_LIMITS,
 ) -> None:
     global _child_runner
     # Ctrl-C / SIGTERM reach the whole process group: the server decides when scoring stops
@@ -168,6 +235,7 @@ def _child_init(
         batch_size=batch_size,
         worker_id=worker_id,
         include_handoffs=spec.include_handoffs,
+        limits=limits,
     )
 
 
@@ -191,6 +259,11 @@ def _child_round() -> RoundResult:
     return _child_runner.run_once()
 
 
+def _child_big(claimed: Claimed) -> RoundResult:
+    assert _child_runner is not None, "scoring process not initialised"
+    return _child_runner.score_big(claimed)
+
+
 class PipelineWorker:
     """Claims and scores conversations until stopped (a ``toolscore.collector.app.Component``)."""
 
@@ -207,8 +280,10 @@ class PipelineWorker:
         observer: Observer | None = None,
         process: ScoringProcess | None = None,
         include_handoffs: bool = True,
+        limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timing = timing or Timing()
+        self.limits = limits
         self.worker_id = worker_id or default_worker_id()
         self.poll_s = poll_s
         self.stats = PipelineStats()
@@ -220,9 +295,16 @@ class PipelineWorker:
             worker_id=self.worker_id,
             clock_ns=clock_ns,
             include_handoffs=include_handoffs,
+            limits=limits,
         )
         self._process = process
         self._pool: ProcessPoolExecutor | None = None
+        # Big conversations: scored one at a time beside the rounds, their leases renewed by
+        # this (server-side) worker until their rows are written.
+        self._lane: Executor | None = None
+        self._held: dict[str, Claimed] = {}
+        self._lane_jobs: set[asyncio.Future[RoundResult]] = set()
+        self._heartbeat: asyncio.Task[None] | None = None
         self._observer = observer
         self._clock_ns = clock_ns
         self._task: asyncio.Task[None] | None = None
@@ -238,6 +320,7 @@ class PipelineWorker:
         self._wake = asyncio.Event()
         self._stopping = False
         self._task = asyncio.create_task(self._run(), name="toolscore-pipeline")
+        self._heartbeat = asyncio.create_task(self._renew_leases(), name="toolscore-leases")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -245,9 +328,78 @@ class PipelineWorker:
         if self._task is not None:
             await self._task  # finishes the round in progress: no half-written revision
             self._task = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        if self._lane_jobs:  # likewise the big conversations in hand (leases still renewed)
+            await asyncio.gather(*self._lane_jobs, return_exceptions=True)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+            self._heartbeat = None
+        for pool in (self._pool, self._lane):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._pool = self._lane = None
+
+    # --- big conversations -------------------------------------------------------------------
+
+    @property
+    def held(self) -> tuple[str, ...]:
+        """Big conversations this worker has claimed and not yet written (tests, metrics)."""
+        return tuple(self._held)
+
+    def _hand_off(self, big: Sequence[Claimed]) -> None:
+        loop = asyncio.get_running_loop()
+        for claimed in big:
+            self._held[claimed.conversation_id] = claimed
+            job = loop.run_in_executor(self._lane_executor(), self._lane_call(), claimed)
+            self._lane_jobs.add(job)
+            job.add_done_callback(functools.partial(self._lane_done, claimed.conversation_id))
+
+    def _lane_executor(self) -> Executor:
+        if self._lane is None:
+            if self._process is None:
+                self._lane = ThreadPoolExecutor(1, thread_name_prefix="toolscore-big")
+            else:  # a fresh process per big conversation: its memory is returned afterwards
+                process = self._process
+                self._lane = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_child_init,
+                    initargs=self._child_args(process),
+                    max_tasks_per_child=1,
+                )
+        return self._lane
+
+    def _lane_call(self) -> Callable[[Claimed], RoundResult]:
+        return self._runner.score_big if self._process is None else _child_big
+
+    def _lane_done(self, conversation_id: str, job: asyncio.Future[RoundResult]) -> None:
+        self._lane_jobs.discard(job)
+        self._held.pop(conversation_id, None)  # its lease runs out if it was not written
+        if job.cancelled():
+            return
+        if (exc := job.exception()) is not None:
+            log.error("scoring big conversation %s failed: %r", conversation_id, exc)
+            if isinstance(exc, BrokenExecutor) and self._lane is not None:
+                self._lane.shutdown(wait=False, cancel_futures=True)
+                self._lane = None
+            return
+        self._record(job.result())
+
+    async def _renew_leases(self) -> None:
+        interval = self.timing.lease_s / 3
+        while True:
+            await asyncio.sleep(interval)
+            if not self._held:
+                continue
+            try:
+                ids = list(self._held)
+                kept = await asyncio.to_thread(self._runner.renew, ids)
+            except Exception:  # the database may be briefly unavailable: the next beat retries
+                log.exception("renewing the leases of big conversations failed")
+                continue
+            if lost := [i for i in ids if i not in kept and i in self._held]:
+                log.warning("lost the claim on %s (its lease ran out: taken over)", lost)
 
     # --- wake-ups ----------------------------------------------------------------------------
 
@@ -267,7 +419,14 @@ class PipelineWorker:
     # --- the loop ----------------------------------------------------------------------------
 
     def run_once(self) -> RoundResult:
-        """One round in the calling thread (tests, tools); the loop uses :meth:`_round`."""
+        """One round in the calling thread (tests, tools), big conversations included (scored
+        after the others, without lease renewal); the loop uses :meth:`_round`."""
+        result = self._round_here()
+        for claimed in result.big:
+            self._record(self._runner.score_big(claimed))
+        return result
+
+    def _round_here(self) -> RoundResult:
         result = self._runner.run_once()
         self._record(result)
         return result
@@ -279,19 +438,13 @@ class PipelineWorker:
 
     async def _round(self) -> RoundResult:
         if self._process is None:
-            return await asyncio.to_thread(self.run_once)
+            return await asyncio.to_thread(self._round_here)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_child_init,
-                initargs=(
-                    self._process,
-                    self.timing,
-                    self._runner.batch_size,
-                    self.worker_id,
-                    os.getpid(),
-                ),
+                initargs=self._child_args(self._process),
             )
         loop = asyncio.get_running_loop()
         try:
@@ -303,6 +456,18 @@ class PipelineWorker:
         self._record(result)
         return result
 
+    def _child_args(
+        self, process: ScoringProcess
+    ) -> tuple[ScoringProcess, Timing, int, str, int, SizeLimits]:
+        return (
+            process,
+            self.timing,
+            self._runner.batch_size,
+            self.worker_id,
+            os.getpid(),
+            self.limits,
+        )
+
     async def _run(self) -> None:
         while not self._stopping:
             try:
@@ -311,6 +476,8 @@ class PipelineWorker:
                 log.exception("pipeline round failed; retrying")
                 await self._sleep(self.poll_s)
                 continue
+            if result.big:
+                self._hand_off(result.big)
             if result.claimed:
                 continue  # more may be ready right now
             now = self._clock_ns()
