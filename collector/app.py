@@ -1,9 +1,15 @@
 """Composition root of ``toolscore serve``: database, ingest writer, extensions, receivers.
 
-Start order: migrate (unless disabled) -> engine -> extensions (their ingest hooks and
-components) -> ingest writer -> components -> receivers. Stop order (SIGINT/SIGTERM): receivers
-stop accepting and finish in-flight requests -> the writer commits what is queued -> components
-stop in reverse order -> engine disposed.
+Start order: migrate (unless disabled) -> engine (with the database deadlines) -> extensions
+(their ingest hooks and components) -> ingest writer -> components -> receivers -> health
+watchdog. Stop order (SIGINT/SIGTERM): watchdog -> receivers stop accepting and finish in-flight
+requests -> the writer commits what is queued -> components stop in reverse order -> engine
+disposed.
+
+The stop is bounded whatever the database does: requests still waiting for a commit shortly
+before ``--shutdown-grace`` ends are answered UNAVAILABLE (retryable), the writer and the
+components then get ``shutdown.STOP_EXTRA_S`` more, and whatever is still stuck in a database
+call is abandoned (``App.abandoned``; ``serve`` then exits without joining its threads).
 
 Extensions plug in without touching this module's internals: an :data:`ExtensionFactory` gets the
 :class:`AppContext` (settings, engine, metrics, scoring config) and returns an :class:`Extension`
@@ -20,17 +26,21 @@ import gc
 import logging
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from toolscore.collector.decode import DecodeLimits
-from toolscore.collector.ingest import IngestConfig, IngestHook, IngestWriter
+from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
 from toolscore.collector.settings import Settings
+from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
+from toolscore.collector.watchdog import Watchdog
+from toolscore.collector.writer_guard import GuardedWriter
+from toolscore.storage.engine import Deadlines
 
 log = logging.getLogger("toolscore.serve")
 
@@ -97,8 +107,10 @@ class App:
         self.metrics = Metrics()
         self._extension_factories = tuple(extensions)
         self._engine: Engine | None = None
-        self._writer: IngestWriter | None = None
+        self._writer: GuardedWriter | None = None
+        self._watchdog: Watchdog | None = None
         self._components: list[Component] = []
+        self.abandoned: list[str] = []  # what was still stuck when stop() gave up on it
         self._grpc: Any = None
         self._http: Any = None
         self.grpc_port: int | None = None
@@ -122,11 +134,13 @@ class App:
                 await asyncio.to_thread(upgrade, s.db_url)
             except Exception as exc:
                 raise StartupError(f"cannot migrate database {redact(s.db_url)}: {exc}") from exc
-        self._engine = create_engine(s.db_url)
+        self._engine = create_engine(
+            s.db_url, deadlines=_deadlines(s), on_abandon=self.metrics.db_calls_abandoned.inc
+        )
         ctx = AppContext(s, self._engine, self.metrics, scoring_config)
         extensions = [factory(ctx) for factory in self._extension_factories]
         hooks = [h for ext in extensions for h in ext.hooks]
-        self._writer = IngestWriter(
+        self._writer = GuardedWriter(
             self._engine,
             IngestConfig(s.max_queued_spans, s.max_batch_spans, s.retry_after_s),
             hooks=hooks,
@@ -159,7 +173,7 @@ class App:
                     s.http,
                     s.max_request_bytes,
                     tls,
-                    health=self._database_ok,
+                    health=self._healthy,
                     shutdown_grace_s=s.shutdown_grace_s,
                     retry_after_s=s.retry_after_s,
                 )
@@ -167,7 +181,29 @@ class App:
         except OSError as exc:
             await self.stop()
             raise StartupError(f"cannot listen: {exc}") from exc
+        self._watchdog = self._make_watchdog()
+        await self._watchdog.start()
         log.info("%s", self.describe())
+
+    def _make_watchdog(self) -> Watchdog:
+        from toolscore.storage.health import ping
+
+        engine, writer = self.engine, self._writer
+        assert writer is not None
+        return Watchdog(
+            lambda: ping(engine),
+            writer,
+            self.metrics,
+            self.settings.health_stuck_after_s,
+            on_change=self._health_changed,
+        )
+
+    async def _healthy(self) -> bool:
+        return self._watchdog is not None and await self._watchdog.check()
+
+    async def _health_changed(self, serving: bool) -> None:
+        if self._grpc is not None:
+            await self._grpc.set_serving(serving)
 
     def describe(self) -> str:
         """The start-up line: where it listens and which database (password hidden)."""
@@ -184,8 +220,16 @@ class App:
         return f"toolscore serve: {', '.join(parts)}; database {redact(s.db_url)} ({flags})"
 
     async def stop(self) -> None:
-        """Graceful stop; safe to call on a partly started app."""
+        """Graceful, bounded stop; safe to call on a partly started app."""
+        loop = asyncio.get_running_loop()
         grace = self.settings.shutdown_grace_s
+        deadline = loop.time() + grace + STOP_EXTRA_S
+        if self._watchdog is not None:
+            await self._watchdog.stop()
+            self._watchdog = None
+        writer = self._writer
+        # shortly before the grace ends, requests still waiting for a commit get UNAVAILABLE
+        shut_out = loop.call_later(grace * 0.8, writer.shut_out) if writer is not None else None
         stops = []
         if self._grpc is not None:
             stops.append(self._grpc.stop(grace))
@@ -193,30 +237,40 @@ class App:
             stops.append(self._http.stop())
         await asyncio.gather(*stops, return_exceptions=True)
         self._grpc = self._http = None
-        if self._writer is not None:
-            await self._writer.stop()
+        if shut_out is not None:
+            shut_out.cancel()
+        if writer is not None:
+            await self._bounded(writer.stop(), deadline, "the ingest writer")
             self._writer = None
         while self._components:
             component = self._components.pop()
-            try:
-                await component.stop()
-            except Exception:
-                log.exception("component %r failed to stop", component)
+            await self._bounded(component.stop(), deadline, f"component {component!r}")
         if self._engine is not None:
-            self._engine.dispose()
+            if not self.abandoned:  # a stuck call holds its connection: leave it to the exit
+                self._engine.dispose()
             self._engine = None
 
-    async def _database_ok(self) -> bool:
-        engine = self._engine
-        if engine is None:
-            return False
+    async def _bounded(self, stopping: Awaitable[None], deadline: float, what: str) -> None:
+        """Await ``stopping`` until ``deadline`` (loop time); past it, record ``what`` as
+        abandoned and go on (its threads stay blocked until the process exits)."""
+        task = asyncio.ensure_future(stopping)
+        timeout = max(0.1, deadline - asyncio.get_running_loop().time())
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+        if not done:
+            log.warning("toolscore serve: %s did not stop in time; abandoned", what)
+            self.abandoned.append(what)
+        elif task.exception() is not None:
+            log.error("%s failed to stop", what, exc_info=task.exception())
 
-        def ping() -> bool:
-            with engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-            return True
 
-        return await asyncio.to_thread(ping)
+def _deadlines(settings: Settings) -> Deadlines:
+    return Deadlines(
+        connect_s=settings.db_connect_timeout_s,
+        statement_s=settings.db_statement_timeout_s,
+        lock_s=settings.db_lock_timeout_s,
+        idle_in_transaction_s=settings.db_idle_in_transaction_timeout_s,
+        call_s=settings.db_call_deadline_s,
+    )
 
 
 def _load_scoring_config(settings: Settings) -> Any | None:
@@ -246,18 +300,29 @@ def _tune_gc_for_ingest() -> None:
 
 
 async def serve(settings: Settings, extensions: Sequence[ExtensionFactory] = ()) -> None:
-    """Run until SIGINT or SIGTERM, then stop gracefully."""
+    """Run until SIGINT or SIGTERM, then stop gracefully, within the shutdown budget."""
     app = App(settings, extensions)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():  # a second signal: the operator will not wait
+            exit_now("second stop signal")
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # not on every platform
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
+    exit_deadline = ExitDeadline()
     try:
         await app.start()
         _tune_gc_for_ingest()
         await stop.wait()
         log.info("toolscore serve: stopping (finishing in-flight requests)")
     finally:
+        exit_deadline.arm(settings.shutdown_grace_s + STOP_EXTRA_S + HARD_EXIT_EXTRA_S)
         await app.stop()
+    if app.abandoned:
+        exit_now(f"stopped without waiting for {', '.join(app.abandoned)}")
+    exit_deadline.disarm()
     log.info("toolscore serve: stopped")

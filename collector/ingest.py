@@ -107,12 +107,19 @@ class IngestWriter:
         self._wake = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        self._busy_since: float | None = None
         # one thread: a single writer avoids lock contention in SQLite and keeps batches ordered
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-ingest")
 
     @property
     def queued_items(self) -> int:
         return self._queued_items
+
+    @property
+    def busy_since(self) -> float | None:
+        """``time.monotonic()`` when the batch being stored now was handed to the writer
+        thread (None: idle). Read-only, for a watchdog to tell a stuck writer."""
+        return self._busy_since
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="toolscore-ingest-writer")
@@ -157,12 +164,14 @@ class IngestWriter:
                 await self._wake.wait()
                 continue
             batch = self._take_batch()
+            self._busy_since = time.monotonic()
             try:
                 outcomes = await loop.run_in_executor(self._executor, self._store, batch)
             except Exception:  # a bug in _store itself: nothing is known to be stored
                 log.exception("ingest: batch of %d requests not stored", len(batch))
                 outcomes = [self._unavailable()] * len(batch)
             finally:
+                self._busy_since = None
                 self._queued_items -= sum(item.size for item in batch)
                 self._metrics.queue_spans.set(self._queued_items)
             for item, outcome in zip(batch, outcomes, strict=True):

@@ -88,6 +88,23 @@ class Metrics:
             "non-retryable error (INVALID_ARGUMENT / 400) while the rest of their batch committed.",
             registry=r,
         )
+        self.healthy = Gauge(
+            "toolscore_healthy",
+            "1 while /health answers 200 and gRPC health SERVING; 0 while the database does not "
+            "answer or the ingest writer is stuck (see the log's warning for which).",
+            registry=r,
+        )
+        self.ingest_busy_seconds = Gauge(
+            "toolscore_ingest_busy_seconds",
+            "How long the ingest writer's current database work has been running (0: idle).",
+            registry=r,
+        )
+        self.db_calls_abandoned = Counter(
+            "toolscore_database_calls_abandoned",
+            "Database calls given up after --db-call-deadline without a reply: their connection "
+            "was shut down and discarded.",
+            registry=r,
+        )
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition format and its content type."""

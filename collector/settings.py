@@ -7,7 +7,7 @@ reference. Invalid values raise :class:`SettingsError` with a message naming the
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,12 @@ ENV_MAX_CONCURRENT_REQUESTS = "TOOLSCORE_MAX_CONCURRENT_REQUESTS"
 ENV_RETRY_AFTER = "TOOLSCORE_RETRY_AFTER"
 ENV_SHUTDOWN_GRACE = "TOOLSCORE_SHUTDOWN_GRACE"
 ENV_LOG_LEVEL = "TOOLSCORE_LOG_LEVEL"
+ENV_DB_CONNECT_TIMEOUT = "TOOLSCORE_DB_CONNECT_TIMEOUT"
+ENV_DB_STATEMENT_TIMEOUT = "TOOLSCORE_DB_STATEMENT_TIMEOUT"
+ENV_DB_LOCK_TIMEOUT = "TOOLSCORE_DB_LOCK_TIMEOUT"
+ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT = "TOOLSCORE_DB_IDLE_IN_TRANSACTION_TIMEOUT"
+ENV_DB_CALL_DEADLINE = "TOOLSCORE_DB_CALL_DEADLINE"
+ENV_HEALTH_STUCK_AFTER = "TOOLSCORE_HEALTH_STUCK_AFTER"
 
 DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
@@ -41,6 +47,16 @@ DEFAULT_MAX_BATCH_SPANS = 20_000
 DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 DEFAULT_RETRY_AFTER = 1.0
 DEFAULT_SHUTDOWN_GRACE = 10.0
+# Database deadlines (seconds). With these a database that goes silent turns /health 503 within
+# about HEALTH_STUCK_AFTER + 1 s (11 s), a call stuck on a silent connection is abandoned after
+# DB_CALL_DEADLINE (20 s) and the writer reconnects (exports succeed again at most ~20 s + one
+# connect after the network returns), and SIGTERM exits within SHUTDOWN_GRACE + STOP_EXTRA_S.
+DEFAULT_DB_CONNECT_TIMEOUT = 10.0  # libpq connect_timeout
+DEFAULT_DB_STATEMENT_TIMEOUT = 15.0  # PostgreSQL statement_timeout
+DEFAULT_DB_LOCK_TIMEOUT = 10.0  # PostgreSQL lock_timeout; SQLite busy timeout
+DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT = 60.0  # PostgreSQL idle_in_transaction_session_timeout
+DEFAULT_DB_CALL_DEADLINE = 20.0  # client side: a call unanswered this long is abandoned
+DEFAULT_HEALTH_STUCK_AFTER = 10.0  # writer work or probe running longer: unhealthy
 OFF = "off"
 
 
@@ -76,6 +92,12 @@ class Settings:
     retry_after_s: float = DEFAULT_RETRY_AFTER
     shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE
     log_level: str = "INFO"
+    db_connect_timeout_s: float = DEFAULT_DB_CONNECT_TIMEOUT
+    db_statement_timeout_s: float = DEFAULT_DB_STATEMENT_TIMEOUT
+    db_lock_timeout_s: float = DEFAULT_DB_LOCK_TIMEOUT
+    db_idle_in_transaction_timeout_s: float = DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT
+    db_call_deadline_s: float = DEFAULT_DB_CALL_DEADLINE
+    health_stuck_after_s: float = DEFAULT_HEALTH_STUCK_AFTER
 
     @property
     def tls(self) -> bool:
@@ -152,6 +174,7 @@ class Settings:
                 "shutdown_grace", ENV_SHUTDOWN_GRACE, DEFAULT_SHUTDOWN_GRACE, float
             ),
             log_level=(pick("log_level", ENV_LOG_LEVEL, "INFO")[0] or "INFO").upper(),
+            **_deadlines(num),
         )
         settings.validate(
             sources={"config": config_src, "cert": cert_src, "key": key_src, "token": token_src}
@@ -186,6 +209,38 @@ class Settings:
             )
         if self.max_batch_spans > self.max_queued_spans:
             raise SettingsError("--max-batch-spans cannot exceed --max-queued-spans")
+        if self.db_call_deadline_s <= self.db_statement_timeout_s:
+            raise SettingsError(
+                "--db-call-deadline must be longer than --db-statement-timeout (the server "
+                "cancels a slow statement first; only a silent connection is abandoned)"
+            )
+
+
+def _deadlines(num: Callable[[str, str, float, type[float]], float]) -> dict[str, float]:
+    """The database deadline settings, read with ``from_args``'s ``num``."""
+    return {
+        "db_connect_timeout_s": num(
+            "db_connect_timeout", ENV_DB_CONNECT_TIMEOUT, DEFAULT_DB_CONNECT_TIMEOUT, float
+        ),
+        "db_statement_timeout_s": num(
+            "db_statement_timeout", ENV_DB_STATEMENT_TIMEOUT, DEFAULT_DB_STATEMENT_TIMEOUT, float
+        ),
+        "db_lock_timeout_s": num(
+            "db_lock_timeout", ENV_DB_LOCK_TIMEOUT, DEFAULT_DB_LOCK_TIMEOUT, float
+        ),
+        "db_idle_in_transaction_timeout_s": num(
+            "db_idle_in_transaction_timeout",
+            ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT,
+            DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT,
+            float,
+        ),
+        "db_call_deadline_s": num(
+            "db_call_deadline", ENV_DB_CALL_DEADLINE, DEFAULT_DB_CALL_DEADLINE, float
+        ),
+        "health_stuck_after_s": num(
+            "health_stuck_after", ENV_HEALTH_STUCK_AFTER, DEFAULT_HEALTH_STUCK_AFTER, float
+        ),
+    }
 
 
 def _bool(text: str, source: str) -> bool:

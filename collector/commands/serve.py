@@ -108,6 +108,7 @@ def register(subparsers: Any) -> None:
         metavar="LEVEL",
         help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
     )
+    _add_deadline_arguments(parser)
     from toolscore.collector.pipeline.options import add_arguments as add_pipeline_arguments
 
     add_pipeline_arguments(parser)  # --settle, --root-idle, --conversation-key, ...
@@ -115,6 +116,55 @@ def register(subparsers: Any) -> None:
 
     add_export_arguments(parser)  # --export-endpoint, --export-protocol, --pass-threshold, ...
     parser.set_defaults(handler=handle)
+
+
+def _add_deadline_arguments(parser: argparse.ArgumentParser) -> None:
+    """Deadlines on database calls and the health watchdog (see storage/engine.py)."""
+    add = parser.add_argument
+    add(
+        "--db-connect-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="PostgreSQL: give up a connection attempt after this long (libpq connect_timeout, "
+        "whole seconds, at least 2) (env TOOLSCORE_DB_CONNECT_TIMEOUT; default 10)",
+    )
+    add(
+        "--db-statement-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="PostgreSQL: the server cancels a statement running longer (statement_timeout) "
+        "(env TOOLSCORE_DB_STATEMENT_TIMEOUT; default 15)",
+    )
+    add(
+        "--db-lock-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="longest wait for a lock: PostgreSQL lock_timeout, SQLite busy timeout "
+        "(env TOOLSCORE_DB_LOCK_TIMEOUT; default 10)",
+    )
+    add(
+        "--db-idle-in-transaction-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="PostgreSQL: the server ends a session idle this long inside a transaction, "
+        "releasing its locks (env TOOLSCORE_DB_IDLE_IN_TRANSACTION_TIMEOUT; default 60)",
+    )
+    add(
+        "--db-call-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="PostgreSQL: a database call with no reply for this long is abandoned, its "
+        "connection shut down and replaced; must exceed --db-statement-timeout "
+        "(env TOOLSCORE_DB_CALL_DEADLINE; default 20)",
+    )
+    add(
+        "--health-stuck-after",
+        type=float,
+        metavar="SECONDS",
+        help="/health answers 503 (gRPC health NOT_SERVING) while the ingest writer's database "
+        "work or a database probe has run longer than this "
+        "(env TOOLSCORE_HEALTH_STUCK_AFTER; default 10)",
+    )
 
 
 def extensions(

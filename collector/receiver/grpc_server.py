@@ -107,6 +107,16 @@ class GrpcReceiver:
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         return self.port
 
+    async def set_serving(self, serving: bool) -> None:
+        """Report SERVING or NOT_SERVING on grpc.health.v1 (the health watchdog's verdict)."""
+        if self._closing:
+            return  # shutting down: NOT_SERVING for good
+        status = health_pb2.HealthCheckResponse.SERVING
+        if not serving:
+            status = health_pb2.HealthCheckResponse.NOT_SERVING
+        for service in ("", TRACE_SERVICE, LOGS_SERVICE):
+            await self._health.set(service, status)
+
     async def stop(self, grace_s: float) -> None:
         """Refuse new calls, let in-flight calls finish (up to ``grace_s``)."""
         # New exports are answered UNAVAILABLE + RetryInfo from here on; grpc core itself may
