@@ -61,11 +61,19 @@ class DatabaseUrlError(ValueError):
 
 
 def normalize_url(url: str | URL) -> URL:
-    """Parse ``url`` and pick our drivers: ``postgresql://`` becomes ``postgresql+psycopg://``."""
+    """Parse ``url`` and pick our drivers: ``postgresql://`` becomes ``postgresql+psycopg://``.
+
+    Errors never show the password, even of a malformed URL (``storage.url_safety``).
+    """
+    from toolscore.storage.url_safety import parse_error_reason, url_problem, url_text
+
     try:
         parsed = make_url(url)
     except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
-        raise DatabaseUrlError(f"invalid database URL {url!r}: {exc}") from exc
+        reason = parse_error_reason(exc)
+        raise DatabaseUrlError(f"invalid database URL {url_text(url)}: {reason}") from None
+    if (problem := url_problem(parsed)) is not None:
+        raise DatabaseUrlError(f"invalid database URL {url_text(url)}: {problem}")
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
@@ -76,17 +84,16 @@ def normalize_url(url: str | URL) -> URL:
             )
         return parsed
     raise DatabaseUrlError(
-        f"unsupported database {backend!r} in {redact(parsed)}: use sqlite:///PATH or "
+        f"unsupported database {backend!r} in {redact(url)}: use sqlite:///PATH or "
         "postgresql+psycopg://USER@HOST:PORT/NAME"
     )
 
 
 def redact(url: str | URL) -> str:
-    """The URL as text with any password hidden (safe to log)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<invalid database URL>"
+    """The URL as text with any password hidden (safe to log), even when it is malformed."""
+    from toolscore.storage.url_safety import url_text
+
+    return url_text(url)
 
 
 def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:

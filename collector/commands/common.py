@@ -51,6 +51,7 @@ def open_migrated_database(
     from sqlalchemy import inspect
 
     from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.url_safety import without_password
 
     url = resolve_db_url(args, os.environ)
     try:
@@ -60,8 +61,8 @@ def open_migrated_database(
     except DatabaseUrlError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return None
-    except Exception as exc:
-        print(f"{prog}: {redact(url)}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a driver's message may quote parts of the URL
+        print(f"{prog}: {redact(url)}: {without_password(str(exc), url)}", file=sys.stderr)
         return None
     if not ready:
         engine.dispose()
