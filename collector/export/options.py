@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from toolscore.collector.export.settings import (
     COMPRESSIONS,
+    ENV_HEADERS_FILE,
     PROTOCOLS,
     ExportSettings,
     parse_thresholds,
@@ -38,7 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="header sent with every export, e.g. authorization=Bearer%%20T; repeatable "
-        "(env OTEL_EXPORTER_OTLP_HEADERS)",
+        "(env OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS / _LOGS_HEADERS; "
+        "flags show in ps: prefer --export-headers-file for secrets)",
+    )
+    add(
+        "--export-headers-file",
+        metavar="PATH",
+        help="export headers from a file of key=value lines (values literal, # comments); "
+        "flags win over it per key, it wins over the environment "
+        f"(env {ENV_HEADERS_FILE})",
     )
     add(
         "--export-compression",
@@ -76,6 +85,7 @@ def settings_from(
         endpoint=getattr(args, "export_endpoint", None),
         protocol=getattr(args, "export_protocol", None),
         headers=getattr(args, "export_header", None) or (),
+        headers_file=getattr(args, "export_headers_file", None),
         compression=getattr(args, "export_compression", None),
         timeout_s=getattr(args, "export_timeout", None),
         thresholds=thresholds,

@@ -324,7 +324,9 @@ def create_exporters(settings: ExportSettings) -> tuple[SpanSink, LogSink]:
         }
         return (
             GrpcSpanExporter(endpoint=settings.traces_endpoint, **common),
-            GrpcLogExporter(endpoint=settings.logs_endpoint, **common),
+            GrpcLogExporter(
+                endpoint=settings.logs_endpoint, **{**common, "headers": settings.logs_headers}
+            ),
         )
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http._log_exporter import (
@@ -344,5 +346,8 @@ def create_exporters(settings: ExportSettings) -> tuple[SpanSink, LogSink]:
     }
     return (
         HttpSpanExporter(endpoint=settings.traces_endpoint, **http_common),
-        HttpLogExporter(endpoint=settings.logs_endpoint, **http_common),
+        HttpLogExporter(
+            endpoint=settings.logs_endpoint,
+            **{**http_common, "headers": dict(settings.logs_headers)},
+        ),
     )

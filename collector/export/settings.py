@@ -5,16 +5,25 @@ and read once at start-up, never at import. Variables honoured, as the OTLP expo
 them: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (base URL; for http/protobuf ``/v1/traces`` and ``/v1/logs``
 are appended), ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``..._LOGS_ENDPOINT`` (used as is),
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` | ``http/protobuf``), ``OTEL_EXPORTER_OTLP_HEADERS``
-(``k=v,k2=v2``, values URL-encoded), ``OTEL_EXPORTER_OTLP_COMPRESSION`` (``gzip`` | ``none``),
+(``k=v,k2=v2``, values URL-encoded) and the per-signal ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` /
+``..._LOGS_HEADERS`` (each replaces the generic list for its signal, as the spec says),
+``OTEL_EXPORTER_OTLP_COMPRESSION`` (``gzip`` | ``none``),
 ``OTEL_EXPORTER_OTLP_TIMEOUT`` (milliseconds), ``OTEL_EXPORTER_OTLP_INSECURE`` and
 ``OTEL_EXPORTER_OTLP_CERTIFICATE`` (a CA file for TLS).
+
+Secrets: headers (API keys, bearer tokens) can come from a file (``--export-headers-file`` or
+``TOOLSCORE_EXPORT_HEADERS_FILE``: ``key=value`` lines, values taken literally) instead of the
+command line, where ``ps`` shows them. Precedence per key: ``--export-header`` flags, then the
+file, then the environment. Header values never appear in an error message or a ``repr``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 PROTOCOL_GRPC = "grpc"
@@ -23,6 +32,12 @@ PROTOCOLS = (PROTOCOL_GRPC, PROTOCOL_HTTP)
 COMPRESSIONS = ("gzip", "none")
 DEFAULT_GRPC_ENDPOINT = "http://localhost:4317"
 DEFAULT_HTTP_ENDPOINT = "http://localhost:4318"
+ENV_HEADERS_FILE = "TOOLSCORE_EXPORT_HEADERS_FILE"
+MAX_HEADERS_FILE_BYTES = 64 * 1024
+
+Headers = tuple[tuple[str, str], ...]
+_HEADER_KEY = re.compile(r"^[a-z0-9!#$%&'*+.^_`|~-]+$")  # an HTTP token, lower-cased
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class ExportConfigError(ValueError):
@@ -36,7 +51,8 @@ class ExportSettings:
     protocol: str
     traces_endpoint: str  # grpc: host:port URL; http/protobuf: full URL of /v1/traces
     logs_endpoint: str
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: Headers = field(default=(), repr=False)  # of the trace export (secret values)
+    logs_headers: Headers = field(default=(), repr=False)  # of the log export
     compression: str = "none"
     timeout_s: float = 10.0  # per export call, including the SDK exporter's own retries
     insecure: bool | None = None  # grpc: None = plaintext for http:// URLs, TLS for https://
@@ -53,17 +69,72 @@ class ExportSettings:
         return min(self.max_backoff_s, self.initial_backoff_s * math.pow(2, max(0, attempts)))
 
 
-def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
-    """``k=v,k2=v2`` (OTLP header list, URL-encoded values) as pairs; keys are lower-cased."""
+def parse_headers(text: str, source: str = "OTEL_EXPORTER_OTLP_HEADERS") -> Headers:
+    """``k=v,k2=v2`` (OTLP header list, URL-encoded values) as pairs; keys are lower-cased.
+
+    ``source`` names the flag or variable in errors, which never show a value.
+    """
     pairs: list[tuple[str, str]] = []
-    for item in text.split(","):
+    for n, item in enumerate(text.split(","), start=1):
         if not item.strip():
             continue
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ExportConfigError(f"invalid OTLP header {item.strip()!r}: expected key=value")
-        pairs.append((unquote(key.strip()).lower(), unquote(value.strip())))
+        where = f"{source}, item {n}"
+        pairs.append(_header(unquote(key.strip()), unquote(value.strip()), sep, where))
     return tuple(pairs)
+
+
+def _header(key: str, value: str, sep: str, where: str) -> tuple[str, str]:
+    """A validated (lower-cased key, value); errors name the key at most, never the value."""
+    key = key.lower()
+    if not sep or not key:
+        raise ExportConfigError(f"invalid OTLP header ({where}): expected key=value")
+    if not _HEADER_KEY.match(key):
+        raise ExportConfigError(
+            f"invalid OTLP header ({where}): the key must be a header name (letters, digits, -)"
+        )
+    if _CONTROL.search(value):
+        raise ExportConfigError(
+            f"invalid OTLP header {key!r} ({where}): the value holds control characters"
+        )
+    return key, value
+
+
+def read_headers_file(path: str | Path) -> Headers:
+    """Headers from a file of ``key=value`` lines (blank lines and ``# comments`` skipped).
+
+    Values are taken literally (no URL decoding), trimmed; keys are lower-cased.
+    """
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_HEADERS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ExportConfigError(f"export headers file {where}: {exc.strerror}") from None
+    if len(data) > MAX_HEADERS_FILE_BYTES:
+        raise ExportConfigError(f"export headers file {where}: larger than 64 KiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ExportConfigError(f"export headers file {where}: not UTF-8 text") from None
+    pairs: list[tuple[str, str]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        pairs.append(_header(key.strip(), value.strip(), sep, f"{where}:{n}"))
+    return tuple(pairs)
+
+
+def merge_headers(*layers: Iterable[tuple[str, str]]) -> Headers:
+    """Later layers win per key (first position kept); repeats within one layer are kept."""
+    merged: dict[str, list[str]] = {}
+    for layer in layers:
+        this: dict[str, list[str]] = {}
+        for key, value in layer:
+            this.setdefault(key, []).append(value)
+        merged.update(this)
+    return tuple((key, value) for key, values in merged.items() for value in values)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -92,6 +163,7 @@ def resolve_export_settings(
     endpoint: str | None,
     protocol: str | None,
     headers: Sequence[str] = (),
+    headers_file: str | None = None,
     compression: str | None = None,
     timeout_s: float | None = None,
     thresholds: Mapping[str, float] | None = None,
@@ -101,8 +173,10 @@ def resolve_export_settings(
     """Settings from flags and ``environ``; ``None`` when no endpoint is configured (no export).
 
     ``endpoint`` is a base URL: for http/protobuf the signal paths are appended unless it already
-    ends with ``/v1/traces``. ``pacing`` passes through to :class:`ExportSettings`
-    (``batch_size``, ``poll_interval_s``, backoffs, ``lease_s``).
+    ends with ``/v1/traces``. ``headers`` are ``--export-header`` items and ``headers_file`` the
+    ``--export-headers-file`` path (else ``TOOLSCORE_EXPORT_HEADERS_FILE``). ``pacing`` passes
+    through to :class:`ExportSettings` (``batch_size``, ``poll_interval_s``, backoffs,
+    ``lease_s``).
     """
     env = {k: v.strip() for k, v in environ.items() if k.startswith("OTEL_EXPORTER_OTLP_")}
     proto = protocol or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or PROTOCOL_GRPC
@@ -126,9 +200,7 @@ def resolve_export_settings(
     else:
         traces = traces_env if (traces_env and not endpoint) else base
         logs = logs_env if (logs_env and not endpoint) else base
-    header_pairs = parse_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS", ""))
-    for item in headers:
-        header_pairs += parse_headers(item)
+    traces_headers, logs_headers = _resolve_headers(headers, headers_file, env, environ)
     comp = (compression or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").lower()
     if comp not in COMPRESSIONS:
         raise ExportConfigError(f"unsupported OTLP compression {comp!r}: use gzip or none")
@@ -145,7 +217,8 @@ def resolve_export_settings(
         protocol=proto,
         traces_endpoint=traces,
         logs_endpoint=logs,
-        headers=header_pairs,
+        headers=traces_headers,
+        logs_headers=logs_headers,
         compression=comp,
         timeout_s=timeout_s if timeout_s is not None else 10.0,
         insecure=(insecure_env == "true") if insecure_env in ("true", "false") else None,
@@ -153,3 +226,27 @@ def resolve_export_settings(
         thresholds=dict(thresholds or {}),
         **pacing,  # type: ignore[arg-type]
     )
+
+
+def _resolve_headers(
+    flags: Sequence[str],
+    headers_file: str | None,
+    env: Mapping[str, str],
+    environ: Mapping[str, str],
+) -> tuple[Headers, Headers]:
+    """(trace export headers, log export headers): flags over the file over the environment."""
+    generic = env.get("OTEL_EXPORTER_OTLP_HEADERS", "")
+    per_signal = []
+    for signal in ("TRACES", "LOGS"):
+        name = f"OTEL_EXPORTER_OTLP_{signal}_HEADERS"
+        # a per-signal variable replaces the generic list for its signal (OTLP exporter spec)
+        per_signal.append(
+            parse_headers(env[name], name)
+            if env.get(name)
+            else parse_headers(generic, "OTEL_EXPORTER_OTLP_HEADERS")
+        )
+    path = headers_file or environ.get(ENV_HEADERS_FILE, "").strip() or None
+    from_file = read_headers_file(path) if path else ()
+    from_flags = tuple(p for item in flags for p in parse_headers(item, "--export-header"))
+    traces, logs = (merge_headers(env_pairs, from_file, from_flags) for env_pairs in per_signal)
+    return traces, logs
