@@ -8,6 +8,13 @@ A round (claim, reconstruct and score, write) is CPU-bound Python. It runs eithe
 the server process or, with a :class:`ScoringProcess`, in a child process with its own database
 connection, so that scoring does not compete with ingest for the GIL (this is what lets scoring
 keep up with ingest on a multi-core machine).
+
+A conversation with more than ``SizeLimits.big_spans`` spans is left out of its round (still
+claimed) and scored on its own beside the rounds, one at a time: in a thread, or in a fresh child
+process per conversation (its memory goes back when the process exits). The worker renews its
+lease every ``lease_s / 3`` until its rows are written, so no other worker takes it over, and the
+rounds go on scoring the others meanwhile. More than ``SizeLimits.max_spans``: not loaded, status
+``error`` with the reason.
 """
 
 from __future__ import annotations

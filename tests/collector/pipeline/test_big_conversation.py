@@ -254,3 +254,31 @@ def test_a_35000_span_conversation_keeps_its_lease_and_the_others_keep_flowing(
         f"{len(untils)} lease renewals seen; later small conversations: max latency "
         f"{max(latencies.values()):.2f} s (settle {SETTLE_S} s)"
     )
+
+
+def test_in_a_thread_the_big_lane_scores_it_too(engine: Engine) -> None:
+    expect(engine, ExpectationData(id="bench", reference_tool_calls=REFERENCE))
+    conversation_of(engine, "big", 30, time.time_ns())  # 210 spans
+    conversation_of(engine, "small", 1, time.time_ns())
+    worker = PipelineWorker(
+        engine,
+        default_config(),
+        timing=Timing(settle_s=0.2, idle_s=0.1, lease_s=0.3),
+        poll_s=0.1,
+        limits=SizeLimits(big_spans=100),
+    )
+
+    async def until_both_scored() -> None:
+        await worker.start()
+        deadline = time.monotonic() + 30
+        while worker.stats.scored < 2:
+            assert time.monotonic() < deadline, revisions(engine)
+            await asyncio.sleep(0.05)
+        await worker.stop()
+
+    asyncio.run(until_both_scored())
+    assert {k: v[:2] for k, v in revisions(engine).items()} == {
+        "big": ("scored", 1),
+        "small": ("scored", 1),
+    }
+    assert worker.held == ()
