@@ -195,3 +195,16 @@ def test_concurrent_joins_of_a_known_trace_are_serialised(pg_engine: Engine) -> 
         assert other.running_after(0.5), "the move waits for the join holding the trace's row"
     other.join()
     assert refs(pg_engine) == {"chat": "weather"}
+
+
+def test_concurrent_moves_of_one_trace_keep_the_first_name_and_the_reference(
+    pg_engine: Engine,
+) -> None:
+    ingest(pg_engine, [span("x", "2", "1", attrs={REF: "weather"})])  # known, trace-keyed
+    with pg_engine.begin() as conn:
+        assign_spans(conn, NAMING_ROOT, received_at_ns=10**18, config=CONFIG)  # moves to "chat"
+        other = _Background(pg_engine, [span("x", "3", "1", attrs={NAME: "other"})])
+        assert other.running_after(0.5), "the second move waits for the first"
+    other.join()
+    assert traces_of(pg_engine) == {tid("x"): "chat"}, "the first name wins"
+    assert refs(pg_engine) == {"chat": "weather"}
