@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import signal
@@ -124,7 +125,7 @@ class App:
     async def start(self) -> None:
         from toolscore.collector.receiver.grpc_server import GrpcReceiver
         from toolscore.collector.receiver.http_server import HttpReceiver
-        from toolscore.storage.engine import create_engine, redact
+        from toolscore.storage.engine import create_engine, redact, url_with_deadlines
         from toolscore.storage.migrate import upgrade
 
         s = self.settings
@@ -134,10 +135,13 @@ class App:
                 await asyncio.to_thread(upgrade, s.db_url)
             except Exception as exc:
                 raise StartupError(f"cannot migrate database {redact(s.db_url)}: {exc}") from exc
+        deadlines = _deadlines(s)
         self._engine = create_engine(
-            s.db_url, deadlines=_deadlines(s), on_abandon=self.metrics.db_calls_abandoned.inc
+            s.db_url, deadlines=deadlines, on_abandon=self.metrics.db_calls_abandoned.inc
         )
-        ctx = AppContext(s, self._engine, self.metrics, scoring_config)
+        # extensions that connect on their own (scoring processes) get the same deadlines
+        ext_settings = dataclasses.replace(s, db_url=url_with_deadlines(s.db_url, deadlines))
+        ctx = AppContext(ext_settings, self._engine, self.metrics, scoring_config)
         extensions = [factory(ctx) for factory in self._extension_factories]
         hooks = [h for ext in extensions for h in ext.hooks]
         self._writer = GuardedWriter(
@@ -244,7 +248,8 @@ class App:
             self._writer = None
         while self._components:
             component = self._components.pop()
-            await self._bounded(component.stop(), deadline, f"component {component!r}")
+            name = type(component).__name__
+            await self._bounded(component.stop(), deadline, f"component {name}")
         if self._engine is not None:
             if not self.abandoned:  # a stuck call holds its connection: leave it to the exit
                 self._engine.dispose()

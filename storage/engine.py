@@ -14,6 +14,7 @@ never answers. Settings given in the database URL's query win over all of these.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Callable
@@ -37,6 +38,8 @@ KEEPALIVE_IDLE_S = 10
 KEEPALIVE_INTERVAL_S = 5
 KEEPALIVES_COUNT = 3
 TCP_USER_TIMEOUT_S = 20.0
+# Query parameter of a URL made by url_with_deadlines (never sent to the database).
+CALL_DEADLINE_PARAM = "toolscore_call_deadline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,7 @@ def create_engine(
     ``deadlines.call_s``.
     """
     parsed = normalize_url(url)
-    deadlines = deadlines or Deadlines()
+    parsed, deadlines = _call_deadline_from_query(parsed, deadlines or Deadlines())
     kwargs.setdefault("json_serializer", json_dumps)
     kwargs.setdefault("json_deserializer", json_loads)
     if parsed.get_backend_name() == "sqlite":
@@ -173,6 +176,31 @@ def create_engine(
     if deadlines.call_s is not None:
         _watches[engine] = CallWatch(engine, deadlines.call_s, on_abandon)
     return engine
+
+
+def url_with_deadlines(url: str, deadlines: Deadlines) -> str:
+    """``url`` carrying ``deadlines`` in its query (PostgreSQL; other URLs come back unchanged),
+    for a process that builds its own engine from a URL, such as a scoring process:
+    :func:`create_engine` on that URL applies the same deadlines."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return url
+    query = {name: str(value) for name, value in postgres_connect_args(deadlines, parsed).items()}
+    if deadlines.call_s is not None and CALL_DEADLINE_PARAM not in parsed.query:
+        query[CALL_DEADLINE_PARAM] = repr(deadlines.call_s)
+    return parsed.update_query_dict(query).render_as_string(hide_password=False)
+
+
+def _call_deadline_from_query(url: URL, deadlines: Deadlines) -> tuple[URL, Deadlines]:
+    text = url.query.get(CALL_DEADLINE_PARAM)
+    if text is None:
+        return url, deadlines
+    try:
+        seconds = float(str(text))
+    except ValueError:
+        raise DatabaseUrlError(f"{CALL_DEADLINE_PARAM}: not a number: {text!r}") from None
+    url = url.difference_update_query([CALL_DEADLINE_PARAM])
+    return url, dataclasses.replace(deadlines, call_s=seconds if seconds > 0 else None)
 
 
 _watches: weakref.WeakKeyDictionary[Engine, CallWatch] = weakref.WeakKeyDictionary()
