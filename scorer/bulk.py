@@ -17,6 +17,7 @@ from __future__ import annotations
 from orjson import dumps as _dumps
 
 from toolscore.scorer.explain import MAX_VALUE
+from toolscore.scorer.nesting import depth_exceeds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ def _calls(raw: Any) -> list[dict[str, Any]] | None:
                 or type(call["args"]) is not dict
             ):
                 return None
+            for value in call["args"].values():  # nested arguments: the general path's bound
+                if type(value) is dict or type(value) is list:
+                    if depth_exceeds(call["args"]):
+                        return None
+                    break
     except KeyError:
         return None
     return raw

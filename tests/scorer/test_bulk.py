@@ -206,3 +206,32 @@ def test_the_benchmark_mix_takes_the_fast_path() -> None:
     assert row["details"]["tool_call_accuracy"]["reasons"][0] == (
         "tool names differ at position 0: expected [search, get_time], got [get_time, search]"
     )
+
+
+def test_arguments_nested_past_the_bound_take_the_general_path() -> None:
+    from toolscore.scorer import default_config
+    from toolscore.scorer.bulk import DEFAULT_PLAN, fast_row
+    from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH
+    from toolscore.scorer.rows import score_row
+
+    def nested(levels: int) -> dict:
+        value: dict = {"v": 1}
+        for _ in range(levels - 1):
+            value = {"k": value}
+        return value
+
+    for levels, fast in ((MAX_ARGUMENT_DEPTH, True), (MAX_ARGUMENT_DEPTH + 1, False)):
+        call = {"name": "f", "args": nested(levels)}
+        sample = {
+            "user_input": [
+                {"type": "human", "content": "q"},
+                {"type": "ai", "content": "", "tool_calls": [call]},
+            ],
+            "reference_tool_calls": [call],
+        }
+        general, _ = score_row(default_config(), sample, where="line 1")
+        assert (fast_row(DEFAULT_PLAN, sample, True) is not None) == fast
+        if fast:
+            assert fast_row(DEFAULT_PLAN, sample, True) == general
+        else:
+            assert "nested deeper than" in general["error"]
