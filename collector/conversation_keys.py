@@ -1,6 +1,6 @@
 """Which conversation a trace belongs to, and its reference id. Pure functions, no I/O.
 
-Instrumentations name the conversation under different keys (conventions.md, pitfall 11), and
+Instrumentations name the conversation under different keys (docs/conventions.md, pitfall 11), and
 often only on some spans: the framework's spans may carry the session while the app's root span
 carries the reference id. So a trace is looked at as a whole: the first key (in list order) that
 any span or the resource carries, with a non-empty value, names the conversation.

@@ -2,8 +2,8 @@
 
 Retryable conditions (queue full, too many requests in flight, database unavailable, shutting
 down) become UNAVAILABLE / 503 with a retry delay, so exporters retry; permanent ones
-(undecodable body, too large, bad auth) use codes that exporters never retry. See
-shared/docs/otlp-receiver.md section 2.6.
+(undecodable body, too large, bad auth) use codes that exporters never retry (docs/receiver.md,
+Responses).
 """
 
 from __future__ import annotations

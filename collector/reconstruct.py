@@ -42,7 +42,7 @@ TRANSFER_PREFIX = "transfer_to_"  # how the OpenAI Agents SDK names handoffs to 
 
 
 def is_handoff(name: str) -> bool:
-    """A handoff to another agent (conventions.md pitfall 14), not a call of a tool."""
+    """A handoff to another agent (docs/conventions.md, pitfall 14), not a call of a tool."""
     return name.startswith(TRANSFER_PREFIX) or name.startswith(HANDOFF_PREFIX)
 
 

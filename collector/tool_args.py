@@ -1,6 +1,6 @@
 """Decoding tool-call arguments from every shape instrumentations send them in.
 
-Shapes seen in real telemetry (see conventions.md, pitfall 4): an object; a JSON string; a JSON
+Shapes seen in real telemetry (docs/conventions.md, pitfall 4): an object; a JSON string; a JSON
 string inside JSON; wrapper objects (traceloop ``{"args": [...], "kwargs": {...}}``, OpenLLMetry's
 LangChain ``{"input_str", "inputs", ...}``); a bare scalar whose parameter name was lost; a Python
 repr (``{'a': 1}``); truncated or invalid JSON. Nothing here raises: undecodable input is kept as

@@ -1,6 +1,6 @@
 """Logfire's OpenAI Agents SDK integration (``logfire.instrument_openai_agents()``).
 
-Not the OTel GenAI names (conventions.md §2.5, §2.6): scope ``logfire.openai_agents``, span
+Not the OTel GenAI names (docs/conventions.md): scope ``logfire.openai_agents``, span
 names are Logfire message templates (also in ``logfire.msg_template``), and the attributes are
 the SDK's exported span data, with non-string values JSON-encoded and described by
 ``logfire.json_schema`` (a property with a ``type`` was encoded; ``{}`` is a plain value).

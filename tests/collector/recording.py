@@ -1,6 +1,6 @@
 """Test helpers: real OTel SDK output → SpanRecord / LogRecordData; save and load recordings.
 
-Recordings use the same simple JSON form as the shared convention fixtures (conventions.md):
+Recordings use the same simple JSON form as the convention fixtures in tests/fixtures/recorded/docs:
 ``{"resource": {...}, "scope": "...", "spans": [...], "logs": [...], "expected_tool_calls": [...]}``
 where each span may carry its own ``scope`` and ``resource``.
 """
@@ -17,7 +17,7 @@ from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RECORDED = FIXTURES / "recorded"
-DOC_FIXTURES = RECORDED / "docs"  # copies of the shared conventions.md fixtures
+DOC_FIXTURES = RECORDED / "docs"  # one example trace per convention
 
 KINDS = {"UNSPECIFIED": 0, "INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
 

@@ -1,7 +1,7 @@
 """Reconstruction merges every record of a conversation into one call list and message list.
 
 Specification by example: each test builds the spans a real instrumentation would send (see
-conventions.md) and states what the conversation's tool calls must be.
+docs/conventions.md) and states what the conversation's tool calls must be.
 """
 
 from __future__ import annotations

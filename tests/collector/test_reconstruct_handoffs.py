@@ -1,4 +1,4 @@
-"""Handoffs to other agents (conventions.md pitfall 14): counted by default, left out on request.
+"""Handoffs to other agents (docs/conventions.md, pitfall 14): counted, or left out on request.
 
 The OpenAI Agents SDK shows a handoff to the model as a ``transfer_to_<agent>`` function call
 (and OpenInference adds a ``handoff to X`` TOOL span, which never counts on its own: it would

@@ -1,4 +1,4 @@
-"""Tool-call arguments are decoded from every shape conventions.md lists, and never raise."""
+"""Tool-call arguments are decoded from every shape docs/conventions.md lists, and never raise."""
 
 from __future__ import annotations
 

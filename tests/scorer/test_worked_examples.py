@@ -1,4 +1,4 @@
-"""The worked examples of shared/docs/scoring.md (each a real Ragas 0.4.3 result)."""
+"""The worked examples of docs/scoring.md (each a real Ragas 0.4.3 result)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Each convention's example trace from conventions.md reconstructs to the expected calls.
+"""Each convention's example trace (tests/fixtures/recorded/docs) gives the expected calls.
 
-The fixtures are copies of ``shared/docs/fixtures`` (one trace per convention: the model makes two
-parallel calls, get_weather then get_time, and each call is visible in several places).
+The fixtures hold one trace per convention, written from each instrumentation's docs and source:
+the model makes two parallel calls, get_weather then get_time, and each call is visible in
+several places.
 """
 
 from __future__ import annotations
