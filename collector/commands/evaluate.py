@@ -87,14 +87,14 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> int:
     from toolscore.collector.evaluate import outcome_row
-    from toolscore.storage.jsoncodec import LineCodec
+    from toolscore.collector.safe_text import json_safe
 
-    dumps = LineCodec().dumps
     failed = False
     for outcome in found:
         row = outcome_row(outcome, names)
         failed = failed or outcome.status == "error"  # unmatched ones are only reported
-        sys.stdout.buffer.write(dumps(row))
+        # ids and arguments come from spans: no character a terminal would act on goes out raw
+        sys.stdout.write(json_safe(row, separators=(",", ":")) + "\n")
         gate.add(row)
     sys.stdout.flush()
     statuses = {o.status for o in found}
