@@ -286,21 +286,37 @@ def test_sigterm_while_the_database_is_silent_exits_within_the_grace_budget(
                 except grpc.RpcError as exc:
                     outcome.append(exc.code())
 
+            http_status: list[int] = []
+
+            def http_in_flight() -> None:
+                reply = requests.post(
+                    f"{srv.http_url}/v1/traces",
+                    data=_request(3),
+                    headers={"Content-Type": "application/x-protobuf"},
+                    timeout=25,
+                )
+                http_status.append(reply.status_code)
+
             caller = threading.Thread(target=in_flight)
             caller.start()
+            http_caller = threading.Thread(target=http_in_flight)
+            http_caller.start()
             time.sleep(1.5)  # the export is waiting on a commit that cannot end
-            assert not outcome
+            assert not outcome and not http_status
             sent = time.monotonic()
             srv.proc.send_signal(signal.SIGTERM)
             status = srv.proc.wait(SIGTERM_TARGET)
             took = time.monotonic() - sent
             caller.join(10)
+            http_caller.join(10)
         log = srv.log_text()
     print(
-        f"\nSIGTERM -> exit while black-holed: {took:.2f} s, status {status}, in-flight {outcome}"
+        f"\nSIGTERM -> exit while black-holed: {took:.2f} s, status {status}, "
+        f"in-flight gRPC {outcome}, HTTP {http_status}"
     )
     assert took < SIGTERM_TARGET
     assert took <= 3 + 5 + 1.5, "grace 3 s + STOP_EXTRA_S 5 s + slack"
     assert outcome == [grpc.StatusCode.UNAVAILABLE]
+    assert http_status == [503]
     assert status == 1  # database work was abandoned: not a clean stop, and it says so
     assert "stopped without waiting for the ingest writer" in log

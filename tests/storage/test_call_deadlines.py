@@ -19,6 +19,7 @@ from toolscore.storage.engine import (
     call_watch,
     create_engine,
     postgres_connect_args,
+    url_with_deadlines,
 )
 
 
@@ -163,3 +164,20 @@ def test_sqlite_busy_timeout_follows_the_lock_deadline(sqlite_url: str) -> None:
     finally:
         engine.dispose()
         default.dispose()
+
+
+def test_a_url_carries_the_deadlines_to_an_engine_built_elsewhere(postgres_url: str) -> None:
+    # how a scoring process (its own engine, built from a URL) gets the server's deadlines
+    deadlines = Deadlines(connect_s=3, statement_s=1.5, lock_s=0.5, call_s=2.5)
+    url = url_with_deadlines(postgres_url, deadlines)
+    assert "toolscore_call_deadline=2.5" in url
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SHOW statement_timeout")).scalar_one() == "1500ms"
+            assert conn.execute(text("SHOW lock_timeout")).scalar_one() == "500ms"
+        watch = call_watch(engine)
+        assert watch is not None and watch.deadline_s == 2.5
+    finally:
+        engine.dispose()
+    assert url_with_deadlines("sqlite:///x.db", deadlines) == "sqlite:///x.db"
