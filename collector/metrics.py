@@ -105,6 +105,46 @@ class Metrics:
             "was shut down and discarded.",
             registry=r,
         )
+        self._add_admission_metrics()
+
+    def _add_admission_metrics(self) -> None:
+        """What the receiver's defences against resource-holding clients do (issue 9, 4/7)."""
+        r = self.registry
+        self.memory_reserved = Gauge(
+            "toolscore_receiver_memory_reserved_bytes",
+            "Bytes of request data (bodies, their parsed and decoded form) admitted in flight, "
+            "bounded by the in-flight memory budget.",
+            registry=r,
+        )
+        self.memory_refused = Counter(
+            "toolscore_receiver_memory_refused_requests",
+            "Export requests refused because the in-flight memory budget was taken (retryable) "
+            "or could never hold them (413 / RESOURCE_EXHAUSTED).",
+            ["transport"],
+            registry=r,
+        )
+        self.slow_requests = Counter(
+            "toolscore_receiver_slow_requests",
+            "Export requests given up because their body (HTTP) or message (gRPC) did not "
+            "arrive in time.",
+            ["transport"],
+            registry=r,
+        )
+        self.connections = Gauge(
+            "toolscore_receiver_http_connections",
+            "Open OTLP/HTTP connections.",
+            registry=r,
+        )
+        self.connections_refused = Counter(
+            "toolscore_receiver_http_connections_refused",
+            "OTLP/HTTP connections closed on accept because the connection limit was reached.",
+            registry=r,
+        )
+        self.grpc_waiting_reads = Gauge(
+            "toolscore_receiver_grpc_waiting_calls",
+            "gRPC export calls waiting for their turn to read their message.",
+            registry=r,
+        )
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition format and its content type."""

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
 
+from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
@@ -20,6 +25,21 @@ from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthen
 from toolscore.collector.ingest import IngestWriter
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.receiver.budget import MemoryBudget, Reservation
+from toolscore.collector.receiver.chunks import Request, chunks, item_count
+from toolscore.collector.receiver.limits import (
+    CHUNK_BYTES,
+    CHUNK_BYTES_FACTOR,
+    CHUNK_ITEMS,
+    ITEM_COST,
+    PARSE_FACTOR,
+    ReceiverLimits,
+)
+
+Signal = Literal["traces", "logs"]
+MAX_CHUNK_MESSAGES = 3  # chunks' rejection summaries quoted in one partial_success
+DECODER_THREADS = 2  # the machine's cores: more would only contend for the GIL
+DEFAULT_LIMITS = ReceiverLimits()
 
 
 class OtlpCore:
@@ -33,7 +53,11 @@ class OtlpCore:
         auth_token: str | None = None,
         max_concurrent_requests: int | None = None,
         retry_after_s: float = 1.0,
+        receiver_limits: ReceiverLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.receiver_limits = receiver_limits
+        self.budget = MemoryBudget(receiver_limits.memory_budget_bytes, metrics, retry_after_s)
+        self._decoder = ThreadPoolExecutor(DECODER_THREADS, thread_name_prefix="toolscore-decode")
         self._writer = writer
         self._limits = limits
         self._metrics = metrics
@@ -56,17 +80,11 @@ class OtlpCore:
         """Hold one of the ``max_concurrent_requests`` slots (shared by both transports) for
         the body of the ``with``, or raise TooManyRequests at once when all are taken.
 
-        Transports take it *before* reading the request body, so that the memory held by
-        in-flight requests is bounded by the cap times the size limit, whatever the number of
-        clients: a refused request costs no more than its headers. Both receivers run on one
-        event loop, and nothing awaits between the test and the increment.
+        Transports take it once the request body has been read (see ``check_slot``): memory is
+        bounded by the budget (budget.py), the slots bound the work being decoded and stored.
+        Both receivers run on one event loop, and nothing awaits between test and increment.
         """
-        limit = self._max_in_flight
-        if limit is not None and self._in_flight >= limit:
-            self._metrics.throttled.labels(transport).inc()
-            raise TooManyRequests(
-                f"more than {limit} export requests in flight; retry later", self._retry_after_s
-            )
+        self.check_slot(transport)
         self._in_flight += 1
         self._metrics.in_flight.labels(transport).inc()
         try:
@@ -74,6 +92,69 @@ class OtlpCore:
         finally:
             self._in_flight -= 1
             self._metrics.in_flight.labels(transport).dec()
+
+    def check_slot(self, transport: str) -> None:
+        """Raise TooManyRequests (counted as throttled) when every slot is taken now.
+
+        Transports call it before reading a body, so that while the service is saturated a
+        refused request costs no more than its headers; they take the slot itself only once the
+        body has arrived, so a client that sends slowly (or never) holds no slot (issue 9, 4).
+        """
+        limit = self._max_in_flight
+        if limit is not None and self._in_flight >= limit:
+            self._metrics.throttled.labels(transport).inc()
+            raise TooManyRequests(
+                f"more than {limit} export requests in flight; retry later", self._retry_after_s
+            )
+
+    async def export(
+        self,
+        signal: Signal,
+        body: bytes,
+        parse: Callable[[bytes], Request],
+        transport: str,
+        reservation: Reservation,
+    ) -> Message:
+        """Parse, decode and store one request body, within its memory ``reservation`` (which
+        already holds the body). Parsing and decoding run in the decoder threads, chunk by chunk
+        (limits.CHUNK_*), so the event loop is never blocked and the decoded form of at most one
+        chunk per request exists at a time; each chunk is committed before the next is decoded.
+        If a later chunk is refused (retryable), the client resends the whole request and the
+        chunks already stored are ignored as duplicates."""
+        loop = asyncio.get_running_loop()
+        reservation.grow(len(body) * PARSE_FACTOR)
+        request = await loop.run_in_executor(self._decoder, parse, body)
+        del body
+        items = item_count(request)
+        reservation.grow(_chunk_cost(items, request.ByteSize()))
+        parts = chunks(request, CHUNK_ITEMS, CHUNK_BYTES)
+        del request  # the chunks keep what they need
+        outcome = _Outcome()
+        while True:
+            decoded = await loop.run_in_executor(self._decoder, self._next, parts, signal)
+            if decoded is None:
+                break
+            spans, logs = decoded.items
+            await self._store(signal, transport, spans, logs, decoded.truncated, decoded.rejected)
+            outcome.add(decoded.rejected, decoded.message)
+        return outcome.response(signal)
+
+    def _next(self, parts: Iterator[Request], signal: Signal) -> _Decoded | None:
+        """In a decoder thread: the next chunk, decoded (None when there is none left)."""
+        chunk = next(parts, None)
+        if chunk is None:
+            return None
+        if signal == "traces":
+            assert isinstance(chunk, ExportTraceServiceRequest)
+            traces = decode_traces(chunk, self._limits)
+            return _Decoded(
+                (traces.spans, ()), traces.rejected, traces.error_message, traces.truncated_values
+            )
+        assert isinstance(chunk, ExportLogsServiceRequest)
+        logs = decode_logs(chunk, self._limits)
+        return _Decoded(
+            ((), logs.records), logs.rejected, logs.error_message, logs.truncated_values
+        )
 
     async def _store(
         self,
@@ -84,7 +165,7 @@ class OtlpCore:
         truncated_values: int,
         rejected: int,
     ) -> None:
-        """Submit one decoded request's items (acknowledged only once committed) and count
+        """Submit one decoded chunk's items (acknowledged only once committed) and count
         them: truncated values, then refused, or accepted and rejected ones."""
         items = len(spans) + len(logs)
         if truncated_values:
@@ -98,28 +179,42 @@ class OtlpCore:
         if rejected:
             self._metrics.rejected.labels(signal, transport).inc(rejected)
 
-    async def export_traces(
-        self, request: ExportTraceServiceRequest, transport: str
-    ) -> ExportTraceServiceResponse:
-        decoded = decode_traces(request, self._limits)
-        await self._store(
-            "traces", transport, decoded.spans, (), decoded.truncated_values, decoded.rejected
-        )
-        response = ExportTraceServiceResponse()
-        if decoded.rejected:
-            response.partial_success.rejected_spans = decoded.rejected
-            response.partial_success.error_message = decoded.error_message
-        return response
 
-    async def export_logs(
-        self, request: ExportLogsServiceRequest, transport: str
-    ) -> ExportLogsServiceResponse:
-        decoded = decode_logs(request, self._limits)
-        await self._store(
-            "logs", transport, (), decoded.records, decoded.truncated_values, decoded.rejected
-        )
-        response = ExportLogsServiceResponse()
-        if decoded.rejected:
-            response.partial_success.rejected_log_records = decoded.rejected
-            response.partial_success.error_message = decoded.error_message
-        return response
+def _chunk_cost(items: int, wire_bytes: int) -> int:
+    """What decoding and storing the largest chunk of a request costs (limits.py)."""
+    return min(items, CHUNK_ITEMS) * ITEM_COST + min(wire_bytes, CHUNK_BYTES) * CHUNK_BYTES_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    items: tuple[Sequence[SpanRecord], Sequence[LogRecordData]]
+    rejected: int
+    message: str
+    truncated: int
+
+
+class _Outcome:
+    """The partial success of a request decoded in chunks."""
+
+    def __init__(self) -> None:
+        self.rejected = 0
+        self.messages: list[str] = []
+
+    def add(self, rejected: int, message: str) -> None:
+        self.rejected += rejected
+        if message and len(self.messages) < MAX_CHUNK_MESSAGES:
+            self.messages.append(message)
+
+    def response(self, signal: Signal) -> Message:
+        message = "; ".join(self.messages)
+        if signal == "traces":
+            traces = ExportTraceServiceResponse()
+            if self.rejected:
+                traces.partial_success.rejected_spans = self.rejected
+                traces.partial_success.error_message = message
+            return traces
+        logs = ExportLogsServiceResponse()
+        if self.rejected:
+            logs.partial_success.rejected_log_records = self.rejected
+            logs.partial_success.error_message = message
+        return logs

@@ -17,24 +17,40 @@ busy with an admitted call, refused calls could still be buffered whole (16 conc
 calls, cap 1: 92-230 MB peak growth). A fixed 1 MiB window bounds each to about that (47-65
 MB in all), and on this machine's loopback moved the same MB/s (noise level); over a 100 ms link it
 still allows ~10 MB/s per call, more than ingest stores (benchmarks/bench_inflight_memory.py).
+
+A call counts against ``--max-concurrent-requests`` only once its message has arrived (issue 9,
+point 4): before that it waits for a read turn (read_gate.py: a few at once, two per
+connection), and a message that does not arrive within ``grpc_read_timeout_s`` of its turn is
+answered UNAVAILABLE. The message's bytes then count against the in-flight memory budget
+(budget.py). Connections: at most ``grpc_streams_per_connection`` calls each (HTTP/2
+MAX_CONCURRENT_STREAMS; more wait on the client), closed after ``idle_timeout_s`` without a call
+(or without their HTTP/2 preface), and pinged every minute so that dead peers are dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
-from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
 from toolscore.collector.decode import parse_logs_protobuf, parse_traces_protobuf
-from toolscore.collector.errors import ReceiverError, ShuttingDown, grpc_trailers, status_for
+from toolscore.collector.errors import (
+    ReceiverError,
+    RetryableError,
+    ShuttingDown,
+    grpc_trailers,
+    status_for,
+)
 from toolscore.collector.metrics import Metrics
-from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.receiver.core import OtlpCore, Signal
+from toolscore.collector.receiver.limits import ReceiverLimits
+from toolscore.collector.receiver.read_gate import ReadGate
 from toolscore.collector.settings import Listen
 
 log = logging.getLogger(__name__)
@@ -43,6 +59,31 @@ TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 RESPONSE_LIMIT = 4 * 1024 * 1024
 STREAM_WINDOW = 1024 * 1024  # fixed HTTP/2 window per call (BDP probing off): see above
+KEEPALIVE_MS = 60_000  # server pings an idle connection this often...
+KEEPALIVE_TIMEOUT_MS = 20_000  # ...and closes it when the ping is not answered within this
+
+
+class MessageTooSlow(RetryableError):
+    """A call's request message did not arrive within the read timeout of its turn."""
+
+    reason = "message_too_slow"
+
+
+def server_options(max_request_bytes: int, limits: ReceiverLimits) -> list[tuple[str, int]]:
+    """grpc core channel arguments of the server (see the module docstring)."""
+    idle_ms = int(limits.idle_timeout_s * 1000)
+    return [
+        ("grpc.max_receive_message_length", max_request_bytes),
+        ("grpc.max_send_message_length", RESPONSE_LIMIT),
+        ("grpc.so_reuseport", 0),
+        ("grpc.http2.bdp_probe", 0),
+        ("grpc.http2.lookahead_bytes", STREAM_WINDOW),
+        ("grpc.max_concurrent_streams", limits.grpc_streams_per_connection),
+        ("grpc.max_connection_idle_ms", idle_ms),
+        ("grpc.server_handshake_timeout_ms", idle_ms),
+        ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ]
 
 
 class GrpcReceiver:
@@ -62,15 +103,10 @@ class GrpcReceiver:
         self._listen = listen
         self._tls = tls
         self._health = health_aio.HealthServicer()
-        self._server = grpc.aio.server(
-            options=[
-                ("grpc.max_receive_message_length", max_request_bytes),
-                ("grpc.max_send_message_length", RESPONSE_LIMIT),
-                ("grpc.so_reuseport", 0),
-                ("grpc.http2.bdp_probe", 0),
-                ("grpc.http2.lookahead_bytes", STREAM_WINDOW),
-            ]
-        )
+        limits = core.receiver_limits
+        self._server = grpc.aio.server(options=server_options(max_request_bytes, limits))
+        self._gate = ReadGate(limits.grpc_reads, limits.grpc_reads_per_connection, metrics)
+        self._read_timeout_s = limits.grpc_read_timeout_s
         handlers = {
             TRACE_SERVICE: {"Export": self._export_traces},
             LOGS_SERVICE: {"Export": self._export_logs},
@@ -128,35 +164,52 @@ class GrpcReceiver:
     async def _export_traces(
         self, _requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        return await self._export(context, parse_traces_protobuf, self._core.export_traces)
+        return await self._export(context, parse_traces_protobuf, "traces")
 
     async def _export_logs(
         self, _requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        return await self._export(context, parse_logs_protobuf, self._core.export_logs)
+        return await self._export(context, parse_logs_protobuf, "logs")
 
     async def _export(
         self,
         context: grpc.aio.ServicerContext[Any, Any],
         parse: Callable[[bytes], Any],
-        export: Callable[[Any, str], Awaitable[Message]],
+        signal: Signal,
     ) -> bytes:
         try:
             self._refuse_if_closing()
             self._core.check_auth(_metadata(context, "authorization"))
-            with self._core.slot("grpc"):
-                # Read through the context (not the iterator): one message, as a unary call
-                # sends. EOF when grpc core already failed the call (message over the size
-                # limit: the client gets its RESOURCE_EXHAUSTED, whatever we return) or the
-                # client sent no message: an empty export, which succeeds (both responses'
-                # empty encoding is b"").
-                data = await context.read()
-                if not isinstance(data, bytes):
+            self._core.check_slot("grpc")  # saturated: refused before the message is read
+            with self._core.budget.reservation("grpc") as reservation:
+                data = await self._read(context)
+                if data is None:
                     return b""
-                response = await export(parse(data), "grpc")
+                reservation.grow(len(data))
+                with self._core.slot("grpc"):
+                    response = await self._core.export(signal, data, parse, "grpc", reservation)
             return bytes(response.SerializeToString())
         except Exception as exc:
             await self._abort(context, exc)
+
+    async def _read(self, context: grpc.aio.ServicerContext[Any, Any]) -> bytes | None:
+        """The call's one message (as a unary call sends), read in its turn (read_gate.py).
+
+        Read through the context (not the iterator). None at EOF: grpc core already failed the
+        call (message over the size limit: the client gets its RESOURCE_EXHAUSTED, whatever we
+        return) or the client sent no message: an empty export, which succeeds (both
+        responses' empty encoding is b"")."""
+        async with self._gate.turn(context.peer()):
+            try:
+                async with asyncio.timeout(self._read_timeout_s):
+                    data = await context.read()
+            except TimeoutError:
+                self._metrics.slow_requests.labels("grpc").inc()
+                raise MessageTooSlow(
+                    f"request message did not arrive within {self._read_timeout_s:g} s",
+                    self._retry_after_s,
+                ) from None
+        return data if isinstance(data, bytes) else None
 
     def _refuse_if_closing(self) -> None:
         if self._closing:

@@ -1,10 +1,15 @@
 """OTLP/HTTP (aiohttp): POST /v1/traces and /v1/logs, plus GET /metrics and /health.
 
 Bodies are decompressed here (gzip, deflate/zlib), streaming, with the size limit applied to the
-decompressed bytes, so a small compression bomb is refused (413) without being inflated.
-Responses use the request's content type; errors carry a ``google.rpc.Status`` body and, when
-retryable, ``Retry-After``. The concurrency cap (``OtlpCore.slot``) is checked before the body is
-read.
+decompressed bytes, so a small compression bomb is refused (413) without being inflated; a gzip
+body of several members is read whole (inflate.py). Responses use the request's content type;
+errors carry a ``google.rpc.Status`` body and, when retryable, ``Retry-After``.
+
+Clients cannot hold the service (issue 9, point 4): the concurrency cap (``OtlpCore.slot``) is
+checked before the body is read but taken only once it has arrived, so slow uploads hold no slot;
+a body must arrive at ``min_body_rate`` after ``body_grace_s`` (else 503, connection closed); the
+bytes read count against the in-flight memory budget (budget.py); a connection with no request
+is closed after ``idle_timeout_s``, and at most ``max_http_connections`` are open (limits.py).
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import resource
 import ssl
-import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -31,14 +36,17 @@ from toolscore.collector.decode import (
 from toolscore.collector.errors import (
     ReceiverError,
     RequestTooLarge,
+    RetryableError,
     ShuttingDown,
-    UnsupportedEncoding,
     UnsupportedMediaType,
     rpc_status_bytes,
     status_for,
 )
 from toolscore.collector.metrics import Metrics
-from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.receiver.budget import Reservation
+from toolscore.collector.receiver.core import OtlpCore, Signal
+from toolscore.collector.receiver.inflate import inflater, too_large
+from toolscore.collector.receiver.sites import CappedTCPSite
 from toolscore.collector.settings import Listen
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,16 @@ log = logging.getLogger(__name__)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 64 * 1024
+# A refused request's unread body is drained this long before the connection is closed (aiohttp's
+# default, 10 s, would let a slow sender keep the connection that much longer).
+LINGER_S = 1.0
+
+
+class BodyTooSlow(RetryableError):
+    """The request body did not arrive at the minimum rate."""
+
+    reason = "body_too_slow"
+
 
 HealthCheck = Callable[[], Awaitable[bool]]
 
@@ -80,9 +98,16 @@ class HttpReceiver:
         app.router.add_route("GET", "/metrics", self._metrics_page)
         app.router.add_route("GET", "/health", self._health_page)
         # We decompress ourselves, to apply the limit after decompression.
+        limits = core.receiver_limits
         self._runner = web.AppRunner(
-            app, auto_decompress=False, access_log=None, shutdown_timeout=shutdown_grace_s
+            app,
+            auto_decompress=False,
+            access_log=None,
+            shutdown_timeout=shutdown_grace_s,
+            keepalive_timeout=limits.idle_timeout_s,  # also before a connection's first request
+            lingering_time=LINGER_S,
         )
+        self._max_connections = _connection_cap(limits.max_http_connections)
         self.port = 0
 
     async def start(self) -> int:
@@ -91,8 +116,13 @@ class HttpReceiver:
         if self._tls is not None:
             ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_context.load_cert_chain(str(self._tls[0]), str(self._tls[1]))
-        site = web.TCPSite(
-            self._runner, self._listen.host, self._listen.port, ssl_context=ssl_context
+        site = CappedTCPSite(
+            self._runner,
+            self._listen.host,
+            self._listen.port,
+            max_connections=self._max_connections,
+            metrics=self._metrics,
+            ssl_context=ssl_context,
         )
         await site.start()
         self.port = int(self._runner.addresses[0][1])
@@ -116,7 +146,7 @@ class HttpReceiver:
         request: web.Request,
         parse_protobuf: Callable[[bytes], Any],
         parse_json: Callable[[bytes], Any],
-        signal: str,
+        signal: Signal,
     ) -> web.StreamResponse:
         media = request.content_type.lower()  # parameters such as charset are dropped by aiohttp
         is_json = media == JSON
@@ -130,49 +160,49 @@ class HttpReceiver:
                     f"use {PROTOBUF} or {JSON}"
                 )
             # After the header checks (a bad token must stay a 401, never a retryable 503),
-            # before the body: a refused request's body is drained by aiohttp, not buffered.
-            with self._core.slot("http"):
-                body = await self._read_body(request)
-                message = parse_json(body) if is_json else parse_protobuf(body)
-                if signal == "traces":
-                    response: Message = await self._core.export_traces(message, "http")
-                else:
-                    response = await self._core.export_logs(message, "http")
+            # before the body: while saturated, a refused request's body is never buffered.
+            self._core.check_slot("http")
+            with self._core.budget.reservation("http") as reservation:
+                body = await self._read_body(request, reservation)
+                with self._core.slot("http"):
+                    parse = parse_json if is_json else parse_protobuf
+                    response = await self._core.export(signal, body, parse, "http", reservation)
             return _message_response(response, is_json, 200)
         except Exception as exc:
             return self._error(exc, is_json)
 
-    async def _read_body(self, request: web.Request) -> bytes:
-        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding in ("", "identity"):
-            decompressor = None
-        elif encoding in ("gzip", "x-gzip", "deflate"):
-            decompressor = zlib.decompressobj(wbits=47)  # 32 + 15: zlib or gzip header
-        else:
-            raise UnsupportedEncoding(f"unsupported Content-Encoding {encoding!r}: use gzip")
+    async def _read_body(self, request: web.Request, reservation: Reservation) -> bytes:
+        """The decompressed body, each byte reserved in the budget as it arrives; raises
+        BodyTooSlow when it comes slower than the minimum rate (after the grace)."""
+        inflate = inflater(request.headers.get("Content-Encoding", "identity"), self._limit)
         if request.content_length is not None and request.content_length > self._limit:
-            raise RequestTooLarge(_too_large(self._limit))
+            raise RequestTooLarge(too_large(self._limit))
+        limits = self._core.receiver_limits
+        started = asyncio.get_running_loop().time()
+        received = 0
         out = bytearray()
         try:
-            async for chunk in request.content.iter_chunked(CHUNK):
-                if decompressor is None:
-                    out += chunk
-                else:
-                    out += decompressor.decompress(chunk, self._limit + 1 - len(out))
-                    if decompressor.unconsumed_tail:
-                        raise RequestTooLarge(_too_large(self._limit))
-                if len(out) > self._limit:
-                    raise RequestTooLarge(_too_large(self._limit))
-            if decompressor is not None:
-                out += decompressor.flush()
-                if not decompressor.eof:
-                    raise UnsupportedEncoding(f"truncated {encoding} body")
-        except zlib.error as exc:
-            raise UnsupportedEncoding(f"body is not valid {encoding}: {exc}") from exc
+            async with asyncio.timeout_at(started + limits.body_grace_s) as window:
+                async for chunk in request.content.iter_chunked(CHUNK):
+                    received += len(chunk)
+                    window.reschedule(
+                        started + limits.body_grace_s + received / limits.min_body_rate
+                    )
+                    piece = inflate.feed(chunk, len(out))
+                    reservation.grow(len(piece))
+                    out += piece
+                piece = inflate.finish(len(out))
+                reservation.grow(len(piece))
+                out += piece
+        except TimeoutError:
+            self._metrics.slow_requests.labels("http").inc()
+            raise BodyTooSlow(
+                f"request body arrived slower than {limits.min_body_rate:.0f} bytes/s "
+                f"({received} bytes in {asyncio.get_running_loop().time() - started:.1f} s)",
+                self._retry_after_s,
+            ) from None
         except web.HTTPRequestEntityTooLarge as exc:
-            raise RequestTooLarge(_too_large(self._limit)) from exc
-        if len(out) > self._limit:
-            raise RequestTooLarge(_too_large(self._limit))
+            raise RequestTooLarge(too_large(self._limit)) from exc
         return bytes(out)
 
     def _error(self, exc: Exception, is_json: bool) -> web.Response:
@@ -215,8 +245,13 @@ class HttpReceiver:
         )
 
 
-def _too_large(limit: int) -> str:
-    return f"request body is larger than the limit of {limit} bytes (after decompression)"
+def _connection_cap(configured: int) -> int:
+    """``configured``, but at most half the process's file descriptors (the rest are for the
+    database, gRPC and the log)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return configured
+    return max(1, min(configured, soft // 2))
 
 
 def _message_response(message: Message, is_json: bool, status: int) -> web.Response:
