@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from toolscore.collector.errors import RetryableError, ShuttingDown, StorageUnavailable
 from toolscore.collector.ingest import IngestWriter
@@ -24,9 +25,11 @@ ErrorFactory = Callable[[], RetryableError]
 class GuardedWriter(IngestWriter):
     """:class:`IngestWriter` plus :meth:`refuse` / :meth:`shut_out` (event-loop thread only)."""
 
-    _refusal: ErrorFactory | None = None
-    _shut_out = False
-    _released: asyncio.Future[ErrorFactory] | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._refusal: ErrorFactory | None = None
+        self._shut_out = False
+        self._waiting: set[asyncio.Future[ErrorFactory | None]] = set()  # requests' wake-ups
 
     def refuse(self, error: ErrorFactory | None) -> None:
         """Answer waiting and new requests with ``error()`` until called with None."""
@@ -58,19 +61,31 @@ class GuardedWriter(IngestWriter):
     async def submit(self, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()) -> None:
         if self._refusal is not None:
             raise self._refusal()
-        if self._released is None or self._released.done():
-            self._released = asyncio.get_running_loop().create_future()
-        released = self._released
         stored = asyncio.ensure_future(super().submit(spans, logs))
-        await asyncio.wait((stored, released), return_when=asyncio.FIRST_COMPLETED)
-        if stored.done():
+        # woken by the commit's outcome or by refuse(), whichever comes first
+        woken: asyncio.Future[ErrorFactory | None] = asyncio.get_running_loop().create_future()
+        stored.add_done_callback(lambda _: _wake(woken, None))
+        self._waiting.add(woken)
+        try:
+            error = await woken
+        except asyncio.CancelledError:  # the client went away: the commit still goes on
+            stored.add_done_callback(_forget)
+            raise
+        finally:
+            self._waiting.discard(woken)
+        if error is None:
             return stored.result()
         stored.add_done_callback(_forget)  # the commit goes on; its outcome is nobody's now
-        raise released.result()()
+        raise error()
 
     def _release(self, error: ErrorFactory) -> None:
-        if self._released is not None and not self._released.done():
-            self._released.set_result(error)
+        for woken in self._waiting:
+            _wake(woken, error)
+
+
+def _wake(woken: asyncio.Future[ErrorFactory | None], error: ErrorFactory | None) -> None:
+    if not woken.done():
+        woken.set_result(error)
 
 
 def _forget(task: asyncio.Future[None]) -> None:
