@@ -37,6 +37,7 @@ from toolscore.collector.decode import DecodeLimits
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
 from toolscore.collector.settings import Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
@@ -93,9 +94,20 @@ class AppContext:
 class Extension:
     hooks: Sequence[IngestHook] = ()
     components: Sequence[Component] = ()
+    # span attributes the extension reads as ids (conversation keys): the decoder rejects spans
+    # whose value the database could not hold as a key (NUL, too long), before the transaction
+    key_attributes: Sequence[str] = ()
 
 
 ExtensionFactory = Callable[[AppContext], Extension]
+
+
+def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
+    """The built-in id attributes and those the extensions read (custom conversation keys)."""
+    keys = dict.fromkeys(DEFAULT_KEY_ATTRIBUTES)
+    for extension in extensions:
+        keys.update(dict.fromkeys(extension.key_attributes))
+    return tuple(keys)
 
 
 class StartupError(RuntimeError):
@@ -157,7 +169,10 @@ class App:
 
         core = OtlpCore(
             self._writer,
-            DecodeLimits(s.max_attribute_bytes),
+            DecodeLimits(
+                s.max_attribute_bytes,
+                key_attributes=_key_attributes(extensions),
+            ),
             self.metrics,
             s.auth_token,
             max_concurrent_requests=s.max_concurrent_requests,

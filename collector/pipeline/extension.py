@@ -88,14 +88,12 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             for worker in workers:
                 worker.notify(due_ns)
 
-        hook = ConversationHook(
-            AssignConfig(
-                conversation_keys=options.conversation_keys or DEFAULT_CONVERSATION_KEYS,
-                reference_key=options.reference_key or DEFAULT_REFERENCE_KEY,
-            ),
-            timing,
-            notify=notify,
+        assign = AssignConfig(
+            conversation_keys=options.conversation_keys or DEFAULT_CONVERSATION_KEYS,
+            reference_key=options.reference_key or DEFAULT_REFERENCE_KEY,
         )
-        return Extension(hooks=[hook], components=workers)
+        hook = ConversationHook(assign, timing, notify=notify)
+        keys = (*assign.conversation_keys, assign.reference_key)
+        return Extension(hooks=[hook], components=workers, key_attributes=keys)
 
     return build
