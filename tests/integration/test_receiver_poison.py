@@ -20,7 +20,6 @@ from typing import Any
 
 import grpc
 import requests
-from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
