@@ -34,6 +34,7 @@ ENV_DB_LOCK_TIMEOUT = "TOOLSCORE_DB_LOCK_TIMEOUT"
 ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT = "TOOLSCORE_DB_IDLE_IN_TRANSACTION_TIMEOUT"
 ENV_DB_CALL_DEADLINE = "TOOLSCORE_DB_CALL_DEADLINE"
 ENV_HEALTH_STUCK_AFTER = "TOOLSCORE_HEALTH_STUCK_AFTER"
+ENV_LOG_INTERVAL = "TOOLSCORE_LOG_INTERVAL"
 
 DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
@@ -57,6 +58,7 @@ DEFAULT_DB_LOCK_TIMEOUT = 10.0  # PostgreSQL lock_timeout; SQLite busy timeout
 DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT = 60.0  # PostgreSQL idle_in_transaction_session_timeout
 DEFAULT_DB_CALL_DEADLINE = 20.0  # client side: a call unanswered this long is abandoned
 DEFAULT_HEALTH_STUCK_AFTER = 10.0  # writer work or probe running longer: unhealthy
+DEFAULT_LOG_INTERVAL = 60.0  # one activity line per period (silent when idle)
 OFF = "off"
 
 
@@ -98,6 +100,7 @@ class Settings:
     db_idle_in_transaction_timeout_s: float = DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT
     db_call_deadline_s: float = DEFAULT_DB_CALL_DEADLINE
     health_stuck_after_s: float = DEFAULT_HEALTH_STUCK_AFTER
+    log_interval_s: float = DEFAULT_LOG_INTERVAL
 
     @property
     def tls(self) -> bool:
@@ -175,6 +178,7 @@ class Settings:
             ),
             log_level=(pick("log_level", ENV_LOG_LEVEL, "INFO")[0] or "INFO").upper(),
             **_deadlines(num),
+            log_interval_s=num("log_interval", ENV_LOG_INTERVAL, DEFAULT_LOG_INTERVAL, float),
         )
         settings.validate(
             sources={"config": config_src, "cert": cert_src, "key": key_src, "token": token_src}

@@ -109,6 +109,13 @@ def register(subparsers: Any) -> None:
         help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
     )
     _add_deadline_arguments(parser)
+    parser.add_argument(
+        "--log-interval",
+        type=float,
+        metavar="SECONDS",
+        help="one INFO line per period with what was received, scored, unmatched and failed, "
+        "and the backlog; none when idle (env TOOLSCORE_LOG_INTERVAL; default 60)",
+    )
     from toolscore.collector.pipeline.options import add_arguments as add_pipeline_arguments
 
     add_pipeline_arguments(parser)  # --settle, --root-idle, --conversation-key, ...
@@ -187,7 +194,9 @@ def extensions(
         write_back = export_extension(*settings_from(args, environ))
     except ExportConfigError as exc:
         raise StartupError(str(exc)) from exc
-    return [pipeline, write_back]
+    from toolscore.collector.status import status_extension
+
+    return [pipeline, write_back, status_extension(log_every_s=settings.log_interval_s)]
 
 
 def handle(args: argparse.Namespace) -> int:

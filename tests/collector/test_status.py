@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -91,3 +92,56 @@ def test_the_line_names_every_figure() -> None:
         "last 60 s: received 7 spans, 2 log records; conversations scored 1, unmatched 0, "
         "failed 0; waiting 4, oldest 12 s; write-back backlog 3"
     )
+
+
+def test_serve_logs_its_activity_and_exports_the_gauges(sqlite_url: str, tmp_path: Path) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    import_refs(sqlite_url, ExpectationData(id="w", reference_tool_calls=[WEATHER]))
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "TOOLSCORE_LOG_INTERVAL": "0.5"}
+    flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "0.5", "--root-idle", "0.3"]
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolscore", "serve", "--db", sqlite_url, *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"OTLP/HTTP on (http://127\.0\.0\.1:\d+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        url = found.group(1)
+        provider = otlp_provider(_Url(url))
+        genai_agent_trace(
+            provider.get_tracer("t"),
+            "serve-status",
+            [WEATHER],
+            "weather?",
+            {"toolscore.reference.id": "w"},
+        )
+        provider.shutdown()
+        wait_scored(sqlite_url, ["serve-status"])
+        deadline = time.monotonic() + 20
+        while "conversations scored 1" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        metrics = requests.get(f"{url}/metrics", timeout=5).text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    line = next(x for x in log.read_text().splitlines() if "conversations scored 1" in x)
+    assert "INFO toolscore.activity: last 0.5 s: received " in line
+    assert "toolscore_conversations_waiting 0.0" in metrics
+
+
+class _Url:
+    """What otlp_provider needs of a server: its HTTP URL."""
+
+    def __init__(self, url: str) -> None:
+        self.http_url = url
