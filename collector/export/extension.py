@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from prometheus_client import Counter
@@ -12,6 +13,7 @@ from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.collector.export.worker import ExportWorker, PassResult, ThresholdWriter
 
+log = logging.getLogger(__name__)
 
 def export_extension(
     settings: ExportSettings | None,
@@ -23,7 +25,14 @@ def export_extension(
         if thresholds:  # stored first, so the first export pass already labels with them
             components.append(ThresholdWriter(ctx.engine, thresholds))
         if settings is None:
+            log.info("write-back off (no --export-endpoint / TOOLSCORE_EXPORT_ENDPOINT)")
             return Extension(components=components)
+        log.info(
+            "write-back on: evaluations to %s and %s (%s)",
+            settings.traces_endpoint,
+            settings.logs_endpoint,
+            settings.protocol,
+        )
         counter = Counter(
             "toolscore_export_evaluations",
             "Evaluations written back over OTLP, by result (exported, failed attempts).",

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--export-endpoint",
         metavar="URL",
         help="write evaluations back as OTLP spans and gen_ai.evaluation.result events to this "
-        "collector/backend, e.g. http://localhost:4317 (env OTEL_EXPORTER_OTLP_ENDPOINT; "
-        "default: no write-back)",
+        "collector/backend, e.g. http://localhost:4317 (env TOOLSCORE_EXPORT_ENDPOINT; "
+        "default: no write-back; the OTEL_EXPORTER_OTLP_* variables then refine it)",
     )
     add(
         "--export-protocol",

@@ -158,6 +158,9 @@ def _signal_url(base: str, signal: str) -> str:
     return base.rstrip("/") + f"/v1/{signal}"
 
 
+ENV_EXPORT_ENDPOINT = "TOOLSCORE_EXPORT_ENDPOINT"
+
+
 def resolve_export_settings(
     *,
     endpoint: str | None,
@@ -170,7 +173,9 @@ def resolve_export_settings(
     environ: Mapping[str, str],
     **pacing: float | int,
 ) -> ExportSettings | None:
-    """Settings from flags and ``environ``; ``None`` when no endpoint is configured (no export).
+    """Settings from flags and ``environ``; ``None`` when neither ``--export-endpoint`` nor
+    ``TOOLSCORE_EXPORT_ENDPOINT`` names one (no export); the ``OTEL_EXPORTER_OTLP_*`` variables
+    then refine it (protocol, headers, compression, timeout, certificates).
 
     ``endpoint`` is a base URL: for http/protobuf the signal paths are appended unless it already
     ends with ``/v1/traces``. ``headers`` are ``--export-header`` items and ``headers_file`` the
@@ -184,22 +189,19 @@ def resolve_export_settings(
         raise ExportConfigError(
             f"unsupported OTLP protocol {proto!r}: use {' or '.join(PROTOCOLS)}"
         )
-    base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or ""
-    traces_env = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-    logs_env = env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "")
-    if not (base or (traces_env and logs_env)):
+    # Write-back is on only when asked for by toolscore's own setting: OTEL_EXPORTER_OTLP_ENDPOINT
+    # is what agents set to reach toolscore, so it must not turn the write-back on (or loop it).
+    base = endpoint or environ.get(ENV_EXPORT_ENDPOINT, "").strip()
+    if not base:
         return None
-    for url in (base, traces_env, logs_env):
-        if url and urlparse(url).scheme not in ("http", "https"):
-            raise ExportConfigError(f"invalid OTLP endpoint {url!r}: expected http(s)://host:port")
+    if urlparse(base).scheme not in ("http", "https"):
+        raise ExportConfigError(f"invalid OTLP endpoint {base!r}: expected http(s)://host:port")
     if proto == PROTOCOL_HTTP:
         if base.rstrip("/").endswith("/v1/traces"):
             base = base.rstrip("/")[: -len("/v1/traces")]
-        traces = traces_env if (traces_env and not endpoint) else _signal_url(base, "traces")
-        logs = logs_env if (logs_env and not endpoint) else _signal_url(base, "logs")
+        traces, logs = _signal_url(base, "traces"), _signal_url(base, "logs")
     else:
-        traces = traces_env if (traces_env and not endpoint) else base
-        logs = logs_env if (logs_env and not endpoint) else base
+        traces = logs = base
     traces_headers, logs_headers = _resolve_headers(headers, headers_file, env, environ)
     comp = (compression or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").lower()
     if comp not in COMPRESSIONS:

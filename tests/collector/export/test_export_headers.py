@@ -78,7 +78,7 @@ def test_the_file_comes_from_the_flag_else_the_environment(
 
 def test_flags_beat_the_file_which_beats_the_environment(headers_file: Path) -> None:
     environ = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317",
+        "TOOLSCORE_EXPORT_ENDPOINT": "http://127.0.0.1:4317",
         "OTEL_EXPORTER_OTLP_HEADERS": "authorization=from-env,x-env=1,x-tenant=env",
     }
     s = settings(
@@ -95,7 +95,7 @@ def test_flags_beat_the_file_which_beats_the_environment(headers_file: Path) -> 
 
 def test_per_signal_variables_replace_the_generic_list_for_their_signal() -> None:
     environ = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317",
+        "TOOLSCORE_EXPORT_ENDPOINT": "http://127.0.0.1:4317",
         "OTEL_EXPORTER_OTLP_HEADERS": "x-generic=g",
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-signal=traces",
     }
@@ -130,7 +130,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
         settings(
             [],
             {
-                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4317",
+                "TOOLSCORE_EXPORT_ENDPOINT": "http://h:4317",
                 ENV_HEADERS_FILE: str(tmp_path / "missing"),
             },
         )

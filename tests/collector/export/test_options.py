@@ -41,8 +41,10 @@ def test_flags_configure_the_write_back_and_thresholds() -> None:
 def test_no_endpoint_or_no_export_means_no_write_back_but_thresholds_still_apply() -> None:
     settings, thresholds = settings_from(_args("--pass-threshold", "a=0.5"), {})  # type: ignore[arg-type]
     assert settings is None and thresholds == {"a": 0.5}
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}
+    env = {"TOOLSCORE_EXPORT_ENDPOINT": "http://otel:4317"}
     assert settings_from(_args(), env)[0] is not None  # type: ignore[arg-type]
+    agents = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317"}
+    assert settings_from(_args(), agents)[0] is None  # type: ignore[arg-type]
     assert settings_from(_args("--no-export"), env)[0] is None  # type: ignore[arg-type]
 
 

@@ -295,7 +295,7 @@ def test_resend_after_a_lost_acknowledgement_reuses_the_span_id(engine: Engine) 
 
 def test_settings_from_the_standard_environment_variables(tmp_path: Path) -> None:
     env = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example:4318",
+        "TOOLSCORE_EXPORT_ENDPOINT": "https://otel.example:4318",
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=abc%3D,tenant=t1",
         "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
@@ -313,6 +313,22 @@ def test_settings_from_the_standard_environment_variables(tmp_path: Path) -> Non
     assert resolve_export_settings(endpoint=None, protocol=None, environ={}) is None
 
 
+def test_the_agents_otel_endpoint_never_turns_the_write_back_on() -> None:
+    # what the README tells users to set for their agents (toolscore's own address)
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        env = {name: "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+        assert resolve_export_settings(endpoint=None, protocol=None, environ=env) is None
+    on = resolve_export_settings(
+        endpoint=None,
+        protocol=None,
+        environ={
+            "TOOLSCORE_EXPORT_ENDPOINT": "http://sink:4318",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "x",
+        },
+    )
+    assert on is not None and on.traces_endpoint == "http://sink:4318"
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -326,6 +342,6 @@ def test_settings_from_the_standard_environment_variables(tmp_path: Path) -> Non
     ],
 )
 def test_bad_settings_are_rejected_with_the_culprit(env: dict[str, str], message: str) -> None:
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317", **env}
+    env = {"TOOLSCORE_EXPORT_ENDPOINT": "http://localhost:4317", **env}
     with pytest.raises(ExportConfigError, match=message):
         resolve_export_settings(endpoint=None, protocol=None, environ=env)
