@@ -25,7 +25,9 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import os
 import signal
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +40,7 @@ from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
 from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
-from toolscore.collector.settings import Settings
+from toolscore.collector.settings import Listen, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
@@ -100,6 +102,21 @@ class Extension:
 
 
 ExtensionFactory = Callable[[AppContext], Extension]
+
+
+def _check_free(listen: Listen, name: str) -> None:
+    """Bind ``listen`` once ourselves: grpc's own failure is a C-level log line and a vague
+    RuntimeError, and it shares ports (SO_REUSEPORT) with another server already on it."""
+    if listen.port == 0:
+        return
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((listen.host, listen.port))
+        except OSError as exc:
+            why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+            raise OSError(f"{name} on {listen}: {why}") from exc
 
 
 def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
@@ -184,7 +201,11 @@ class App:
                 self._grpc = GrpcReceiver(
                     core, self.metrics, s.grpc, s.max_request_bytes, tls, s.retry_after_s
                 )
-                self.grpc_port = await self._grpc.start()
+                _check_free(s.grpc, "OTLP/gRPC")
+                try:
+                    self.grpc_port = await self._grpc.start()
+                except RuntimeError as exc:  # grpc says "Failed to bind to address ..."
+                    raise OSError(f"OTLP/gRPC on {s.grpc}: address in use or unavailable") from exc
             if s.http is not None:
                 self._http = HttpReceiver(
                     core,
@@ -196,7 +217,11 @@ class App:
                     shutdown_grace_s=s.shutdown_grace_s,
                     retry_after_s=s.retry_after_s,
                 )
-                self.http_port = await self._http.start()
+                try:
+                    self.http_port = await self._http.start()
+                except OSError as exc:
+                    why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+                    raise OSError(f"OTLP/HTTP on {s.http}: {why}") from exc
         except OSError as exc:
             await self.stop()
             raise StartupError(f"cannot listen: {exc}") from exc

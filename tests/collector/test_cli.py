@@ -51,3 +51,25 @@ def test_version_and_usage_statuses() -> None:
     assert bare.returncode == 2 and "usage: toolscore" in bare.stderr
     unknown = _run(f"{sys.executable} -m toolscore no-such-command")
     assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
+
+
+def test_a_port_in_use_is_one_line_and_status_1(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        db = f"sqlite:///{tmp_path / 't.db'}"
+        toolscore = f"{sys.executable} -m toolscore serve --db {db} --no-scoring"
+        for flags, name in (
+            (f"--grpc off --http 127.0.0.1:{port}", "OTLP/HTTP"),
+            (f"--http off --grpc 127.0.0.1:{port}", "OTLP/gRPC"),
+        ):
+            result = _run(f"{toolscore} {flags} --log-level WARNING")
+            assert result.returncode == 1
+            assert "Traceback" not in result.stderr
+            assert result.stderr.strip().splitlines() == [
+                f"toolscore serve: cannot listen: {name} on 127.0.0.1:{port}: "
+                "address already in use"
+            ], result.stderr
