@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ class Deadlines:
 
 class DatabaseUrlError(ValueError):
     """The database URL is malformed or names an unsupported backend."""
+
+
+class DatabaseMissingError(DatabaseUrlError):
+    """A read-only command was pointed at a SQLite file that does not exist."""
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -147,20 +152,36 @@ def postgres_connect_args(deadlines: Deadlines, url: URL) -> dict[str, Any]:
     return args
 
 
+def _check_exists(parsed: URL) -> None:
+    if parsed.get_backend_name() != "sqlite":
+        return
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return
+    if not os.path.exists(database):
+        raise DatabaseMissingError(
+            f"no database at {database}: `toolscore serve` or `toolscore db upgrade` creates it"
+        )
+
+
 def create_engine(
     url: str | URL,
     *,
     deadlines: Deadlines | None = None,
     on_abandon: Callable[[], None] | None = None,
+    must_exist: bool = False,
     **kwargs: Any,
 ) -> Engine:
     """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service.
 
     ``deadlines`` (default: :class:`Deadlines` ``()``, transport deadlines only) bound every
     call; ``on_abandon`` is called (in the deadline thread) for each call abandoned after
-    ``deadlines.call_s``.
+    ``deadlines.call_s``. ``must_exist`` (read-only commands): a SQLite file that does not exist
+    raises :class:`DatabaseMissingError` instead of being created empty.
     """
     parsed = normalize_url(url)
+    if must_exist:
+        _check_exists(parsed)
     parsed, deadlines = _call_deadline_from_query(parsed, deadlines or Deadlines())
     kwargs.setdefault("json_serializer", json_dumps)
     kwargs.setdefault("json_deserializer", json_loads)

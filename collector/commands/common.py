@@ -55,7 +55,7 @@ def open_migrated_database(
 
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, must_exist=True)
         with engine.connect() as conn:
             ready = inspect(conn).has_table(table)
     except DatabaseUrlError as exc:

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, must_exist=True)
     except DatabaseUrlError as exc:
         print(safe_message(f"toolscore export: {exc}"), file=sys.stderr)
         return 2

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url)
+        engine = create_engine(url, must_exist=True)
     except DatabaseUrlError as exc:
         print(safe_message(f"toolscore report: {exc}"), file=sys.stderr)
         return 2

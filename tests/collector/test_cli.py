@@ -73,3 +73,16 @@ def test_a_port_in_use_is_one_line_and_status_1(tmp_path: Path) -> None:
                 f"toolscore serve: cannot listen: {name} on 127.0.0.1:{port}: "
                 "address already in use"
             ], result.stderr
+
+
+def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    for command in ("conversations", "show some-id", "report", "export", "refs list"):
+        result = _run(f"{sys.executable} -m toolscore {command} --db sqlite:///{missing}")
+        assert result.returncode in (1, 2), (command, result.stderr)
+        assert "Traceback" not in result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line.endswith(
+            f"no database at {missing}: `toolscore serve` or `toolscore db upgrade` creates it"
+        )
+        assert not missing.exists(), command

@@ -342,6 +342,9 @@ def test_show_an_unknown_conversation_fails(filled_db: str) -> None:
 
 
 def test_an_unmigrated_database_gets_a_hint(sqlite_url: str) -> None:
+    import sqlite3
+
+    sqlite3.connect(sqlite_url.removeprefix("sqlite:///")).close()  # a file with no tables
     for args in (("conversations",), ("show", "x")):
         result = toolscore(*args, db=sqlite_url)
         assert result.returncode == 1

@@ -124,6 +124,9 @@ def test_the_example_file_imports(sqlite_url: str) -> None:
 def test_list_and_show_explain_an_empty_or_unmigrated_database(
     sqlite_url: str, tmp_path: Path
 ) -> None:
+    import sqlite3
+
+    sqlite3.connect(sqlite_url.removeprefix("sqlite:///")).close()  # a file with no tables
     for args in (("refs", "list"), ("refs", "show", "x")):
         result = toolscore(*args, db=sqlite_url)
         assert result.returncode == 1
