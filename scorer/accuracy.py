@@ -16,6 +16,7 @@ from toolscore.scorer.arguments import (
     exact_arg_score,
     exact_arg_score_detailed,
 )
+from toolscore.scorer.duplicates import collapse_repeats, repeats_reason
 from toolscore.scorer.explain import format_call
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.pairing import (
@@ -90,6 +91,7 @@ class ToolCallAccuracy:
     order: str = "strict"
     length_mismatch: str = "zero"
     arguments: ArgumentPolicy = field(default_factory=ArgumentPolicy)
+    duplicates: str = "keep"  # or "collapse": consecutive identical calls count once
 
     #: Ragas's own configuration (strict/flexible, zero, exact): the specialised fast paths.
     is_ragas_default: bool = field(init=False, repr=False, compare=False)
@@ -101,10 +103,13 @@ class ToolCallAccuracy:
             self.order in ("strict", "flexible")
             and self.length_mismatch == "zero"
             and self.arguments.is_exact
+            and self.duplicates == "keep"
         )
         object.__setattr__(self, "is_ragas_default", default)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
+        if self.duplicates == "collapse":
+            predicted = collapse_repeats(predicted)[0]
         if self.is_ragas_default and is_flat(reference):
             return ragas_accuracy(predicted, reference, self.order == "strict")  # type: ignore[arg-type]
         return self.evaluate(predicted, reference)[0]
@@ -113,9 +118,21 @@ class ToolCallAccuracy:
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
         """The score and its explanation."""
+        if self.duplicates == "collapse":
+            return self._evaluate_collapsed(predicted, reference)
         if self.is_ragas_default and predicted and reference and is_flat(reference):
             return self._evaluate_default(predicted, reference)  # type: ignore[arg-type]
         return self._evaluate_general(predicted, reference)
+
+    def _evaluate_collapsed(
+        self, predicted: Sequence[ToolCall], reference: Reference
+    ) -> tuple[float, dict[str, Any]]:
+        kept, dropped = collapse_repeats(predicted)
+        value, details = self._evaluate_general(kept, reference)
+        if dropped:
+            details["repeats_collapsed"] = dropped
+            details["reasons"].insert(0, repeats_reason(predicted, dropped))
+        return value, details
 
     def _evaluate_default(
         self, predicted: Sequence[ToolCall], ref: Sequence[ToolCall]

@@ -27,6 +27,7 @@ from typing import Any
 from toolscore.scorer.accuracy import LENGTH_POLICIES, ORDERS, ToolCallAccuracy, flat_calls
 from toolscore.scorer.arguments import ArgumentPolicy, ToolPolicy
 from toolscore.scorer.comparators import EXACT, Comparator, parse_comparator
+from toolscore.scorer.duplicates import DUPLICATE_POLICIES
 from toolscore.scorer.f1 import ToolCallF1
 from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
 from toolscore.scorer.nesting import NestingError, check_calls
@@ -61,13 +62,16 @@ class MetricInstance:
             if tool_policy.default is not None:
                 entry["default"] = tool_policy.default.spec()
             tools[tool] = entry
-        return {
+        options = {
             "type": metric.type,
             "order": metric.order,
             "length_mismatch": metric.length_mismatch,
             "args": policy.default.spec(),
             "tools": tools,
         }
+        if metric.duplicates != "keep":  # absent by default: stored configurations keep their hash
+            options["duplicates"] = metric.duplicates
+        return options
 
     def score(self, predicted: Sequence[ToolCall], reference: Reference | None) -> Score:
         """Score one sample; a missing reference gives ``value=None`` and an ``error``."""
@@ -158,7 +162,7 @@ def _tool_policy(raw: object, path: str) -> ToolPolicy:
     return ToolPolicy(args, default)
 
 
-_ACCURACY_KEYS = ("type", "order", "length_mismatch", "args", "tools")
+_ACCURACY_KEYS = ("type", "order", "length_mismatch", "args", "tools", "duplicates")
 
 
 def _instance(name: str, raw: object, path: str) -> MetricInstance:
@@ -182,7 +186,8 @@ def _instance(name: str, raw: object, path: str) -> MetricInstance:
         for tool, spec in _mapping(entry.get("tools", {}), f"{path}.tools").items()
     }
     policy = ArgumentPolicy(default, tools)
-    return MetricInstance(name, ToolCallAccuracy(order, length_mismatch, policy))
+    duplicates = _choice(entry, "duplicates", DUPLICATE_POLICIES, path)
+    return MetricInstance(name, ToolCallAccuracy(order, length_mismatch, policy, duplicates))
 
 
 def parse_config(mapping: object, *, other_sections: Collection[str] = ()) -> ScoringConfig:
