@@ -12,6 +12,19 @@ Peer in the same run: the same burst against a cap of ``--clients`` (no request 
 the memory the server needs without a cap.
 
     .venv/bin/python benchmarks/bench_inflight_memory.py --clients 16 --mib 8 --runs 3
+
+Two more scenarios (issue 9, points 4 and 7), against a server with default settings:
+
+``--scenario tiny``: ``--clients`` concurrent requests of ``--spans`` tiny spans each (1,000,000:
+48 MiB of protobuf) over HTTP, then gRPC, each retried on 503 / UNAVAILABLE until stored; the
+server's peak RSS (VmHWM), its RSS once they are stored, the slowest ``/health`` answer while
+they were decoded, and the spans stored.
+
+``--scenario slowloris``: 70 HTTP uploads at 1 byte/s and 70 gRPC calls that never send their
+message (one connection) while a legitimate client sends 100 exports per transport: how many are
+served, and how long they take.
+
+    .venv/bin/python benchmarks/bench_inflight_memory.py --scenario tiny --clients 3
 """
 
 from __future__ import annotations
@@ -80,13 +93,15 @@ def request_bytes(trace: int, mib: int) -> bytes:
 class Server:
     """``toolscore serve`` in a child process, on free ports."""
 
-    def __init__(self, db: Path, cap: int, max_request_mib: int) -> None:
+    def __init__(self, db: Path, cap: int | None, max_request_mib: int | None) -> None:
         self.db = db
+        limits = [] if cap is None else ["--max-concurrent-requests", str(cap)]
+        if max_request_mib is not None:
+            limits += ["--max-request-bytes", str(max_request_mib * MIB)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "toolscore", "serve", "--db", f"sqlite:///{db}",
              "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--no-scoring",
-             "--max-concurrent-requests", str(cap),
-             "--max-request-bytes", str(max_request_mib * MIB), "--retry-after", "1"],
+             *limits, "--retry-after", "1"],
             stderr=subprocess.PIPE, text=True, cwd=db.parent,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
@@ -178,7 +193,12 @@ def burst(server: Server, transport: str, cap: int, clients: int, mib: int) -> B
         with lock:
             answers.append(answer)
 
-    throttled_before = server.metric("toolscore_receiver_throttled_requests_total")
+    def refused_so_far() -> float:  # unread (slots taken) or over the memory budget
+        return server.metric("toolscore_receiver_throttled_requests_total") + server.metric(
+            "toolscore_receiver_memory_refused_requests_total"
+        )
+
+    throttled_before = refused_so_far()
     with write_locked(server.db):
         time.sleep(0.2)
         server.reset_peak()
@@ -186,11 +206,12 @@ def burst(server: Server, transport: str, cap: int, clients: int, mib: int) -> B
         threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
         for t in threads:
             t.start()
-        # every request either queued whole for the (locked) database, or refused
+        # every request either admitted and waiting for the (locked) database, or refused
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            queued = server.metric("toolscore_ingest_queue_items") / SPANS_PER_REQUEST
-            refused = server.metric("toolscore_receiver_throttled_requests_total")
+            # admitted: holding a slot (decoded in chunks, so only its first is queued)
+            queued = server.metric("toolscore_receiver_in_flight_requests")
+            refused = refused_so_far()
             if queued + refused - throttled_before >= clients:
                 break
             time.sleep(0.05)
@@ -227,11 +248,19 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=("bodies", "tiny", "slowloris"), default="bodies")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--mib", type=int, default=8, help="size of each request")
+    parser.add_argument("--spans", type=int, default=1_000_000, help="tiny: spans per request")
     parser.add_argument("--cap", type=int, default=1, help="--max-concurrent-requests measured")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    if args.scenario != "bodies":
+        sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
+        from benchmarks.bench_hostile_clients import run_scenario
+
+        run_scenario(args.scenario, args.clients, args.spans)
+        return
     rows: dict[tuple[str, int], list[Burst]] = collections.defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):

@@ -9,7 +9,7 @@ exactly what decoding the whole request would give for those items. Copies are m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -34,7 +34,7 @@ def item_count(request: Request) -> int:
     )
 
 
-def chunks(request: Request, max_items: int, max_bytes: int) -> Iterator[Request]:
+def chunks(request: Request, max_items: int, max_bytes: int) -> Generator[Request, None, None]:
     """``request`` itself when it is small enough, else requests of at most ``max_items``
     items and about ``max_bytes`` each (one item over ``max_bytes`` is a chunk alone), in
     order. Resources and scopes without items are dropped (they decode to nothing)."""

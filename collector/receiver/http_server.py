@@ -150,6 +150,7 @@ class HttpReceiver:
     ) -> web.StreamResponse:
         media = request.content_type.lower()  # parameters such as charset are dropped by aiohttp
         is_json = media == JSON
+        body = b""
         try:
             if self._closing:
                 raise ShuttingDown("server is shutting down", self._retry_after_s)
@@ -169,6 +170,7 @@ class HttpReceiver:
                     response = await self._core.export(signal, body, parse, "http", reservation)
             return _message_response(response, is_json, 200)
         except Exception as exc:
+            body = b""  # the traceback keeps this frame until the cyclic GC: not the body
             return self._error(exc, is_json)
 
     async def _read_body(self, request: web.Request, reservation: Reservation) -> bytes:
@@ -195,6 +197,7 @@ class HttpReceiver:
                 reservation.grow(len(piece))
                 out += piece
         except TimeoutError:
+            out.clear()
             self._metrics.slow_requests.labels("http").inc()
             raise BodyTooSlow(
                 f"request body arrived slower than {limits.min_body_rate:.0f} bytes/s "
@@ -202,7 +205,11 @@ class HttpReceiver:
                 self._retry_after_s,
             ) from None
         except web.HTTPRequestEntityTooLarge as exc:
+            out.clear()
             raise RequestTooLarge(too_large(self._limit)) from exc
+        except BaseException:
+            out.clear()  # see _export: a traceback must not keep what was read
+            raise
         return bytes(out)
 
     def _error(self, exc: Exception, is_json: bool) -> web.Response:

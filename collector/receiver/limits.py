@@ -41,7 +41,7 @@ class ReceiverLimits:
     max_http_connections: int = 4096  # more are closed on accept (also capped by RLIMIT_NOFILE/2)
     # gRPC calls waiting for their message: grpc core buffers a message whole only while it is
     # being read, so these many reads at once bound what arrives (x --max-request-bytes)...
-    grpc_reads: int = 4
-    grpc_reads_per_connection: int = 2  # ...and one connection's idle calls hold at most this
+    grpc_reads: int = 2
+    grpc_reads_per_connection: int = 1  # ...and one connection's idle calls hold at most this
     grpc_read_timeout_s: float = 30.0  # a call's message must arrive within this of its turn
     grpc_streams_per_connection: int = 32  # HTTP/2 MAX_CONCURRENT_STREAMS

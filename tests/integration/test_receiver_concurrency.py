@@ -243,15 +243,20 @@ def test_sdk_exporters_over_the_cap_retry_until_everything_is_stored(db_url: str
 @pytest.mark.slow
 def test_refused_requests_are_not_read_so_memory_stays_bounded(tmp_path: Path) -> None:
     """A real ``toolscore serve`` with a cap of 1 and its database locked: 16 concurrent
-    16 MiB requests per transport. One is admitted; the others are refused before their bodies
-    are read, so the server's peak memory grows by far less than the bodies' size (without the
-    cap it grows by ~2.5x their size over gRPC, ~1x over HTTP: benchmarks/bench_inflight_memory.py).
+    16 MiB requests per transport. One is admitted; the others are refused: over gRPC before
+    their messages are read, so the server's peak memory grows by far less than the bodies'
+    size; over HTTP once read, within the in-flight memory budget (without the cap it grows by
+    ~2.5x their size over gRPC, ~1x over HTTP: benchmarks/bench_inflight_memory.py).
     """
     from benchmarks.bench_inflight_memory import MIB, measure
+    from toolscore.collector.receiver.limits import DEFAULT_MEMORY_BUDGET
 
     clients, mib = 16, 16
     bodies_mb = clients * mib * MIB / 1e6  # 268 MB
     for burst in measure(tmp_path, 1, clients, mib, ("grpc", "http")):
         ok, refused = ("OK", "UNAVAILABLE") if burst.transport == "grpc" else ("200", "503")
         assert burst.answers == {ok: 1, refused: clients - 1}, burst
-        assert burst.peak_growth_mb < bodies_mb / 2, burst
+        # HTTP bodies arriving together are read before a slot is taken (a slow upload must
+        # not hold one: issue 9, point 4), within the in-flight memory budget
+        bound = bodies_mb / 2 if burst.transport == "grpc" else 1.1 * DEFAULT_MEMORY_BUDGET / 1e6
+        assert burst.peak_growth_mb < bound, burst
