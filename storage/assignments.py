@@ -162,12 +162,14 @@ def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
         [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())],
     )
     for chunk in _chunks(sorted(moves)):
+        # Delete first: the delete waits for a scoring transaction that holds the row (it may be
+        # writing a revision right now), so the update after it sees that revision's rows too.
+        conn.execute(conversations.delete().where(conversations.c.id.in_(chunk)))
         conn.execute(
             evaluations.update()
             .where(evaluations.c.conversation_id.in_(chunk), evaluations.c.is_current == true())
             .values(is_current=false())
         )
-        conn.execute(conversations.delete().where(conversations.c.id.in_(chunk)))
 
 
 def upsert_conversations(
