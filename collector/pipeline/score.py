@@ -20,8 +20,10 @@ from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null
 
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.pipeline.carry import after_pruning
 from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
+from toolscore.storage import retention
 from toolscore.storage.dialect import bulk_insert
 from toolscore.storage.expectations import (
     ExpectationRow,
@@ -39,6 +41,7 @@ from toolscore.storage.pipeline import (
     supports_skip_locked,
     tool_calls,
 )
+from toolscore.storage.retention import Carried
 from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.telemetry import load_logs, load_spans
 
@@ -227,6 +230,7 @@ def _compute_one(
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
     handoffs: bool = True,
+    carried: Carried | None = None,
 ) -> _Computed:
     base = {
         "conversation_id": row["id"],
@@ -238,8 +242,9 @@ def _compute_one(
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         reason = storable_text(f"reconstruction failed: {exc!r}")
         return _Computed(status=STATUS_ERROR, error=reason, **base)
+    messages, kept, rec = after_pruning(rec, carried)
     notes: list[str] = []
-    calls = _call_rows(rec.tool_calls, notes)
+    calls = kept + _call_rows(rec.tool_calls, notes)
     first = _text_or_none(rec.first_user_message)
     if first is not rec.first_user_message:
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
@@ -254,7 +259,7 @@ def _compute_one(
     if expectation is None:
         return _Computed(status=STATUS_UNMATCHED, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
-    rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
+    rows, error = _evaluate(config, names, messages, expectation.reference_tool_calls)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),
@@ -296,16 +301,21 @@ def compute(
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     logs: dict[str, list[LogRecordData]] = defaultdict(list)
     trace_ids = sorted(trace_conv)
-    for span in load_spans(conn, trace_ids):
+    # Pruned conversations: only telemetry that arrived after the pruning is read.
+    pruned = retention.carried(conn, [r["id"] for r in rows if r["id"] not in refuse])
+    after = {t: pruned[cid].through_ns for t, cid in trace_conv.items() if cid in pruned}
+    for span in load_spans(conn, trace_ids, after):
         spans[trace_conv[span.trace_id]].append(span)
-    for log in load_logs(conn, trace_ids):
+    for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
     matcher = _Matcher(conn)
     return [
         _refused(r, refuse[r["id"]])
         if r["id"] in refuse
-        else _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs)
+        else _compute_one(
+            matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs, pruned.get(r["id"])
+        )
         for r in rows
     ]
 
