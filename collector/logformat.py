@@ -76,4 +76,3 @@ def configure(level: str, log_format: str, stream: TextIO | None = None) -> None
     root.setLevel(level)
     logging.captureWarnings(True)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # one line per migration is noise
-
