@@ -84,6 +84,8 @@ class Conversation(Base):
     expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # why no expectation was found (status unmatched), else NULL; migration 0005
+    unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.

@@ -32,6 +32,7 @@ from toolscore.storage.expectations import (
 from toolscore.storage.pipeline import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
 from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.telemetry import load_logs, load_spans
+from toolscore.storage.unmatched import unmatched_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class ScoreOutcome:
     expectation_version: int | None = None
     scores: Mapping[str, float | None] = field(default_factory=dict)  # metric instance -> score
     error: str | None = None
+    unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
 
 
 # The result of ``compute``, written by ``write`` (storage.evaluations).
@@ -125,6 +127,19 @@ class _Matcher:
         if norm not in self._by_text:
             self._by_text[norm] = find_by_user_input(self._conn, norm)
         return self._by_text[norm]
+
+    def why_not(
+        self, reference_id: str | None, conversation_id: str, first_user_message: str | None
+    ) -> str:
+        """Why :meth:`match` found nothing (``storage.unmatched``)."""
+        norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
+        why = unmatched_reason(
+            self._conn,
+            reference_id=reference_id,
+            conversation_id=conversation_id,
+            normalized_message=norm or None,
+        )
+        return storable_text(why)
 
 
 def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
@@ -231,7 +246,8 @@ def _compute_one(
         reason = storable_text(_unread_reason(rec.unread))
         return _Computed(status=STATUS_ERROR, error=reason, **matched, **common)
     if expectation is None:
-        return _Computed(status=STATUS_UNMATCHED, **common)
+        why = matcher.why_not(row.reference_id, row.id, rec.first_user_message)
+        return _Computed(status=STATUS_UNMATCHED, unmatched_reason=why, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
     rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
     return _Computed(
@@ -308,6 +324,7 @@ def write(
             expectation_version=x.expectation_version,
             scores={e["metric"]: e["score"] for e in x.evaluations},
             error=x.error,
+            unmatched_reason=x.unmatched_reason,
         )
         for x in computed
         if x.conversation_id in written
