@@ -24,7 +24,6 @@ PENDING: set[tuple[str, str]] = {
     ("collector/commands/export.py", "sqlalchemy"),
     ("collector/commands/refs.py", "sqlalchemy"),
     ("collector/report/data.py", "sqlalchemy"),
-    ("storage/expectations.py", "toolscore.collector.conversation_keys"),
 }
 
 
