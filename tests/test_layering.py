@@ -23,7 +23,6 @@ PENDING: set[tuple[str, str]] = {
     ("collector/commands/conversations.py", "sqlalchemy"),
     ("collector/commands/export.py", "sqlalchemy"),
     ("collector/commands/refs.py", "sqlalchemy"),
-    ("collector/report/data.py", "sqlalchemy"),
 }
 
 
