@@ -1,7 +1,7 @@
 """span retention: what was pruned of each conversation
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 
 ``conversations`` gains the retention bookkeeping (``toolscore.storage.retention``):
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
