@@ -6,16 +6,20 @@ deleted something.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import re
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Counter
 
+from toolscore.collector.app import AppContext, Extension, ExtensionFactory
 from toolscore.storage.pruning import PruneLimits, PruneResult, prune
 
 log = logging.getLogger("toolscore.retention")
@@ -167,3 +171,72 @@ def _size_note(result: PruneResult) -> str:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
+
+
+ENV_RETENTION = "TOOLSCORE_SPAN_RETENTION"
+ENV_INTERVAL = "TOOLSCORE_SPAN_RETENTION_INTERVAL"
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionOptions:
+    retention_s: float | None  # None: keep spans forever
+    interval_s: float = DEFAULT_INTERVAL_S
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``serve``'s retention flags."""
+    parser.add_argument(
+        "--span-retention",
+        metavar="DURATION",
+        help="delete the spans and log records of finished conversations whose last span "
+        "arrived longer ago than this (e.g. 12h, 7d, 2w), keeping their calls and scores; "
+        f"'{FOREVER}' keeps everything (env {ENV_RETENTION}; default {DEFAULT_RETENTION})",
+    )
+    parser.add_argument(
+        "--span-retention-interval",
+        type=float,
+        metavar="SECONDS",
+        help=f"time between two pruning passes (env {ENV_INTERVAL}; "
+        f"default {DEFAULT_INTERVAL_S:g})",
+    )
+
+
+def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> RetentionOptions:
+    """Flags > environment > defaults; raises :class:`DurationError` naming the source."""
+    text, source = getattr(args, "span_retention", None), "--span-retention"
+    if text is None:
+        text, source = environ.get(ENV_RETENTION, "").strip() or None, ENV_RETENTION
+    try:
+        retention_s = parse_duration(text or DEFAULT_RETENTION)
+    except DurationError as exc:
+        raise DurationError(f"{source}: {exc}") from None
+    interval: Any = getattr(args, "span_retention_interval", None)
+    source = "--span-retention-interval"
+    if interval is None and environ.get(ENV_INTERVAL, "").strip():
+        interval, source = environ[ENV_INTERVAL].strip(), ENV_INTERVAL
+    try:
+        interval_s = DEFAULT_INTERVAL_S if interval is None else float(interval)
+    except ValueError:
+        raise DurationError(f"{source}: {interval!r} is not a number of seconds") from None
+    if not interval_s > 0:
+        raise DurationError(f"{source}: must be greater than 0, got {interval}")
+    return RetentionOptions(retention_s, interval_s)
+
+
+def retention_extension(options: RetentionOptions) -> ExtensionFactory:
+    """The retention component for ``serve`` (nothing when spans are kept forever)."""
+
+    def build(ctx: AppContext) -> Extension:
+        if options.retention_s is None:
+            return Extension(summary={"retention": "spans kept forever"})
+        component = RetentionComponent(
+            ctx.engine,
+            options.retention_s,
+            RetentionMetrics(ctx.metrics.registry),
+            interval_s=options.interval_s,
+        )
+        every = f"{options.interval_s:g} s"
+        summary = f"span retention {describe(options.retention_s)} (pass every {every})"
+        return Extension(components=[component], summary={"retention": summary})
+
+    return build

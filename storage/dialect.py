@@ -213,6 +213,10 @@ def release_free_pages(conn: Connection, pages: int) -> int:
     if int(conn.exec_driver_sql("PRAGMA auto_vacuum").scalar_one()) != 2:
         return 0
     before = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
-    conn.exec_driver_sql(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+    take_write_lock(conn)  # one transaction for the whole batch, not one commit per page
+    # Python's sqlite3 steps a statement without result columns once, and each step of
+    # incremental_vacuum releases one page: so one execution per page.
+    for _ in range(min(pages, before)):
+        conn.exec_driver_sql("PRAGMA incremental_vacuum(1)")
     after = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
     return before - after

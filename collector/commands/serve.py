@@ -128,6 +128,9 @@ def register(subparsers: Any) -> None:
     from toolscore.collector.export.options import add_arguments as add_export_arguments
 
     add_export_arguments(parser)  # --export-endpoint, --export-protocol, --pass-threshold, ...
+    from toolscore.collector.retention import add_arguments as add_retention_arguments
+
+    add_retention_arguments(parser)  # --span-retention, --span-retention-interval
     parser.set_defaults(handler=handle)
 
 
@@ -200,9 +203,17 @@ def extensions(
         write_back = export_extension(*settings_from(args, environ))
     except ExportConfigError as exc:
         raise StartupError(str(exc)) from exc
+    from toolscore.collector.retention import DurationError, retention_extension
+    from toolscore.collector.retention import options_from as retention_options
+
+    try:
+        retention = retention_extension(retention_options(args, environ))
+    except DurationError as exc:
+        raise StartupError(str(exc)) from exc
     from toolscore.collector.status import status_extension
 
-    return [pipeline, write_back, status_extension(log_every_s=settings.log_interval_s)]
+    status = status_extension(log_every_s=settings.log_interval_s)
+    return [pipeline, write_back, retention, status]
 
 
 def handle(args: argparse.Namespace) -> int:
