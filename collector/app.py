@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from toolscore.collector.decode import DecodeLimits
+from toolscore.collector.failure import Failure
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
@@ -127,7 +128,7 @@ def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-class StartupError(RuntimeError):
+class StartupError(Failure, RuntimeError):
     """The service cannot start (database unreachable, port in use, bad config file...)."""
 
 
