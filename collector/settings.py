@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from toolscore.collector.configuration import (
     ConfigError,
     Option,
+    choice,
     one_word,
     positive_int,
     positive_seconds,
@@ -253,6 +254,15 @@ OPTIONS: tuple[Option, ...] = (
         "one INFO line per period with what was received, scored, unmatched and failed, "
         "and the backlog; none when idle",
     ),
+    Option(
+        "--log-format",
+        "log_format",
+        "text, or json: one JSON object per line (time, level, logger, message and structured "
+        "fields) for log shippers",
+        parse=choice("text", "json"),
+        default="text",
+        metavar="text|json",
+    ),
     _seconds(
         "--db-connect-timeout",
         "db_connect_timeout_s",
@@ -310,6 +320,7 @@ class Settings:
     db_call_deadline_s: float = DEFAULT_DB_CALL_DEADLINE
     health_stuck_after_s: float = DEFAULT_HEALTH_STUCK_AFTER
     log_interval_s: float = DEFAULT_LOG_INTERVAL
+    log_format: str = "text"  # text | json (toolscore.collector.logformat)
 
     @property
     def tls(self) -> bool:

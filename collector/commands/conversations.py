@@ -83,6 +83,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def _why_unmatched(row: Mapping[Any, Any]) -> str | None:
+    """Why the last scoring found no expectation (shown while the status is unmatched)."""
+    return row["unmatched_reason"] if row["status"] == "unmatched" else None
+
+
 def _expectation_label(row: Mapping[Any, Any]) -> str:
     if row["expectation_id"] is None:
         return "-"
@@ -150,6 +155,7 @@ def _conversations(args: argparse.Namespace) -> int:
                 "expectation_id": r["expectation_id"],
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
+                "unmatched_reason": _why_unmatched(r),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -176,6 +182,12 @@ def _conversations(args: argparse.Namespace) -> int:
         for r in rows
     ]
     headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
+    if any(_why_unmatched(r) for r in rows):  # the reason last: it is the widest column
+        headers.append("WHY UNMATCHED")
+        for line, r in zip(table, rows, strict=True):
+            line.append(_why_unmatched(r) or "")
+        print(render_table(headers, table, max_width=100))  # the whole of it: `show` has it all
+        return 0
     print(render_table(headers, table))
     return 0
 
@@ -382,6 +394,8 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  first message   {clip(conv['first_user_message'], 90)}")
     if conv.get("error"):
         lines.append(f"  error           {conv['error']}")
+    if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
+        lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
     messages = data.get("messages")
     if messages is not None:

@@ -49,12 +49,17 @@ def handle(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from toolscore.collector.app import serve
+    from toolscore.collector.app import StartupError, serve
+    from toolscore.collector.logformat import configure as configure_logging
 
     config = load_serve_config(args, os.environ)
-    logging.basicConfig(
-        level=config.settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # one line per migration is noise
-    asyncio.run(serve(config.settings, extensions(config)))
+    configure_logging(config.settings.log_level, config.settings.log_format)
+    try:
+        asyncio.run(serve(config.settings, extensions(config)))
+    except StartupError as exc:
+        if config.settings.log_format != "json":
+            raise  # cli.run prints it and exits 1
+        # a shipper reads every line as JSON
+        logging.getLogger("toolscore.serve").error("toolscore serve: %s", exc)
+        return 1
     return 0

@@ -219,6 +219,17 @@ ROWS = [
         bad="loud",
     ),
     Row(
+        "--log-format",
+        "TOOLSCORE_LOG_FORMAT",
+        "text",
+        "JSON",
+        lambda c: c.settings.log_format,
+        "text",
+        "json",
+        "text",
+        bad="yaml",
+    ),
+    Row(
         "--log-interval",
         "TOOLSCORE_LOG_INTERVAL",
         "6",
