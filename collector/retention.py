@@ -15,12 +15,15 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from toolscore.collector.app import AppContext, Extension, ExtensionFactory
+from toolscore.collector.configuration import Option, positive_seconds, resolve
 from toolscore.storage.pruning import PruneLimits, PruneResult, prune
+
+if TYPE_CHECKING:
+    from toolscore.collector.app import AppContext, Extension, ExtensionFactory
 
 log = logging.getLogger("toolscore.retention")
 
@@ -32,7 +35,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 
 
 class DurationError(ValueError):
-    """A retention duration that cannot be read."""
+    """A retention duration that cannot be read (the message says what is expected)."""
 
 
 def parse_duration(text: str) -> float | None:
@@ -41,12 +44,10 @@ def parse_duration(text: str) -> float | None:
         return None
     match = _DURATION.match(text)
     if match is None:
-        raise DurationError(
-            f"expected a duration such as 30m, 12h, 7d or 2w (or {FOREVER!r}), got {text!r}"
-        )
+        raise DurationError(f"expected a duration such as 30m, 12h, 7d or 2w, or {FOREVER!r}")
     seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if seconds <= 0:
-        raise DurationError(f"the duration must be greater than 0, got {text!r}")
+        raise DurationError("expected a duration greater than 0")
     return seconds
 
 
@@ -173,58 +174,43 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-ENV_RETENTION = "TOOLSCORE_SPAN_RETENTION"
-ENV_INTERVAL = "TOOLSCORE_SPAN_RETENTION_INTERVAL"
-
-
 @dataclass(frozen=True, slots=True)
 class RetentionOptions:
-    retention_s: float | None  # None: keep spans forever
+    retention_s: float | None = parse_duration(DEFAULT_RETENTION)  # None: keep spans forever
     interval_s: float = DEFAULT_INTERVAL_S
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serve``'s retention flags."""
-    parser.add_argument(
+OPTIONS: tuple[Option, ...] = (
+    Option(
         "--span-retention",
+        "retention_s",
+        "delete the spans and log records of finished conversations whose last span arrived "
+        "longer ago than this (e.g. 12h, 7d, 2w; by arrival, not by the spans' own times), "
+        f"keeping their calls and scores; '{FOREVER}' keeps everything",
+        parse=parse_duration,
+        default=parse_duration(DEFAULT_RETENTION),
         metavar="DURATION",
-        help="delete the spans and log records of finished conversations whose last span "
-        "arrived longer ago than this (e.g. 12h, 7d, 2w), keeping their calls and scores; "
-        f"'{FOREVER}' keeps everything (env {ENV_RETENTION}; default {DEFAULT_RETENTION})",
-    )
-    parser.add_argument(
+        shown_default=DEFAULT_RETENTION,
+    ),
+    Option(
         "--span-retention-interval",
-        type=float,
+        "interval_s",
+        "time between two pruning passes",
+        parse=positive_seconds,
+        default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
-        help=f"time between two pruning passes (env {ENV_INTERVAL}; "
-        f"default {DEFAULT_INTERVAL_S:g})",
-    )
+    ),
+)
 
 
-def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> RetentionOptions:
-    """Flags > environment > defaults; raises :class:`DurationError` naming the source."""
-    text, source = getattr(args, "span_retention", None), "--span-retention"
-    if text is None:
-        text, source = environ.get(ENV_RETENTION, "").strip() or None, ENV_RETENTION
-    try:
-        retention_s = parse_duration(text or DEFAULT_RETENTION)
-    except DurationError as exc:
-        raise DurationError(f"{source}: {exc}") from None
-    interval: Any = getattr(args, "span_retention_interval", None)
-    source = "--span-retention-interval"
-    if interval is None and environ.get(ENV_INTERVAL, "").strip():
-        interval, source = environ[ENV_INTERVAL].strip(), ENV_INTERVAL
-    try:
-        interval_s = DEFAULT_INTERVAL_S if interval is None else float(interval)
-    except ValueError:
-        raise DurationError(f"{source}: {interval!r} is not a number of seconds") from None
-    if not interval_s > 0:
-        raise DurationError(f"{source}: must be greater than 0, got {interval}")
-    return RetentionOptions(retention_s, interval_s)
+def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> RetentionOptions:
+    """Flags > environment > defaults; raises ConfigError naming the flag and variable."""
+    return RetentionOptions(**resolve(OPTIONS, args, environ))
 
 
 def retention_extension(options: RetentionOptions) -> ExtensionFactory:
     """The retention component for ``serve`` (nothing when spans are kept forever)."""
+    from toolscore.collector.app import Extension
 
     def build(ctx: AppContext) -> Extension:
         if options.retention_s is None:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         seconds = parse_duration(args.spans_older_than)
     except DurationError as exc:
-        print(f"{PROG}: --spans-older-than: {exc}", file=sys.stderr)
+        print(f"{PROG}: --spans-older-than: {exc}, got {args.spans_older_than!r}", file=sys.stderr)
         return 2
     if seconds is None:
         print(f"{PROG}: --spans-older-than forever: nothing to delete", file=sys.stderr)
