@@ -33,8 +33,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
-
 from toolscore.collector.decode import DecodeLimits
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
@@ -44,6 +42,7 @@ from toolscore.collector.settings import Listen, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
+from toolscore.storage.database import Engine
 from toolscore.storage.engine import Deadlines
 
 log = logging.getLogger("toolscore.serve")

@@ -19,17 +19,10 @@ SQL_MODULES = ("sqlalchemy", "alembic", "psycopg")
 
 #: Crossings not yet removed: (module file, imported module).
 PENDING: set[tuple[str, str]] = {
-    ("collector/app.py", "sqlalchemy"),
     ("collector/commands/common.py", "sqlalchemy"),
     ("collector/commands/conversations.py", "sqlalchemy"),
     ("collector/commands/export.py", "sqlalchemy"),
     ("collector/commands/refs.py", "sqlalchemy"),
-    ("collector/export/extension.py", "sqlalchemy"),
-    ("collector/export/worker.py", "sqlalchemy"),
-    ("collector/ingest.py", "sqlalchemy"),
-    ("collector/pipeline/worker.py", "sqlalchemy"),
-    ("collector/report/data.py", "sqlalchemy"),
-    ("storage/expectations.py", "toolscore.collector.conversation_keys"),
 }
 
 

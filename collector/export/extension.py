@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from prometheus_client import Counter
-from sqlalchemy import Engine
 
 from toolscore.collector.app import AppContext, Component, Extension, ExtensionFactory
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.collector.export.worker import ExportWorker, PassResult, ThresholdWriter
+from toolscore.storage.database import Engine
+
 
 
 def export_extension(

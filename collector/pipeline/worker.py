@@ -38,8 +38,6 @@ from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, Th
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine
-
 from toolscore.collector.pipeline.claim import (
     NS,
     Claimed,
@@ -50,6 +48,7 @@ from toolscore.collector.pipeline.claim import (
 )
 from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
+from toolscore.storage.database import Engine
 from toolscore.storage.leases import renew_leases, span_counts
 
 log = logging.getLogger(__name__)
