@@ -13,7 +13,6 @@ from toolscore.collector.export.worker import ExportWorker, PassResult, Threshol
 from toolscore.storage.database import Engine
 
 
-
 def export_extension(
     settings: ExportSettings | None,
     thresholds: Mapping[str, float] | None = None,
