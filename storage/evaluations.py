@@ -9,7 +9,7 @@ conversation's status, revision, expectation and claim in one ``executemany``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,3 +154,23 @@ def _update_conversation() -> Any:
 
 
 _UPDATE_CONVERSATION = _update_conversation()
+
+
+def history(
+    conn: Connection,
+    *,
+    since: dt.datetime | None = None,
+    expectation_id: str | None = None,
+    current_only: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Evaluation rows (every column) in id order, streamed in batches of 1,000."""
+    e = evaluations.c
+    query = select(evaluations).order_by(e.id)
+    if since is not None:
+        query = query.where(e.created_at >= since)
+    if expectation_id:
+        query = query.where(e.expectation_id == expectation_id)
+    if current_only:
+        query = query.where(e.is_current.is_(True))
+    for row in conn.execution_options(yield_per=1000).execute(query).mappings():
+        yield dict(row)

@@ -20,8 +20,6 @@ SQL_MODULES = ("sqlalchemy", "alembic", "psycopg")
 #: Crossings not yet removed: (module file, imported module).
 PENDING: set[tuple[str, str]] = {
     ("collector/commands/common.py", "sqlalchemy"),
-    ("collector/commands/conversations.py", "sqlalchemy"),
-    ("collector/commands/export.py", "sqlalchemy"),
     ("collector/commands/refs.py", "sqlalchemy"),
 }
 

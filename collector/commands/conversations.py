@@ -29,7 +29,7 @@ from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from toolscore.storage.database import Connection, Engine
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -98,9 +98,7 @@ def _expectation_label(row: Mapping[Any, Any]) -> str:
 
 
 def _conversations(args: argparse.Namespace) -> int:
-    from sqlalchemy import select
-
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage import conversations as repo
 
     if args.limit < 1:
         _error("--limit must be at least 1")
@@ -110,38 +108,20 @@ def _conversations(args: argparse.Namespace) -> int:
         return 1
     try:
         with engine.connect() as conn:
-            stmt = select(conversations).order_by(
-                conversations.c.last_span_at.desc(), conversations.c.id
-            )
-            if args.status is not None:
-                stmt = stmt.where(conversations.c.status == args.status)
-            rows = list(conn.execute(stmt.limit(args.limit)).mappings())
-            ids = [r["id"] for r in rows]
-            scores = (
-                conn.execute(
-                    select(
-                        evaluations.c.conversation_id,
-                        evaluations.c.metric,
-                        evaluations.c.score,
-                        evaluations.c.error,
-                    )
-                    .where(
-                        evaluations.c.conversation_id.in_(ids), evaluations.c.is_current.is_(True)
-                    )
-                    .order_by(evaluations.c.id)
-                ).all()
-                if ids
-                else []
-            )
+            rows = repo.recent(conn, limit=args.limit, status=args.status)
+            scores = repo.current_scores(conn, [r["id"] for r in rows])
     finally:
         engine.dispose()
 
     metrics: list[str] = []  # in the order they were written: the scoring config's order
     by_conversation: dict[str, dict[str, tuple[float | None, str | None]]] = {}
-    for cid, metric, score, error in scores:
-        if metric not in metrics:
-            metrics.append(metric)
-        by_conversation.setdefault(cid, {})[metric] = (score, error)
+    for found in scores:
+        if found.metric not in metrics:
+            metrics.append(found.metric)
+        by_conversation.setdefault(found.conversation_id, {})[found.metric] = (
+            found.score,
+            found.error,
+        )
 
     if args.json:
         out = [
@@ -236,43 +216,14 @@ def _load(
     handoffs: bool = True,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
-    from sqlalchemy import func, select
-
+    from toolscore.storage import conversations as repo
     from toolscore.storage.expectations import get_version
-    from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
-    row = (
-        conn.execute(select(conversations).where(conversations.c.id == conversation_id))
-        .mappings()
-        .first()
-    )
+    row = repo.conversation(conn, conversation_id)
     if row is None:
         return None
-    calls_revision: Any = revision
-    if revision is None:
-        calls_revision = (
-            select(func.max(tool_calls.c.revision))
-            .where(tool_calls.c.conversation_id == conversation_id)
-            .scalar_subquery()
-        )
-    calls = conn.execute(
-        select(tool_calls)
-        .where(tool_calls.c.conversation_id == conversation_id)
-        .where(tool_calls.c.revision == calls_revision)
-        .order_by(tool_calls.c.position)
-    ).mappings()
-    which = (
-        evaluations.c.is_current.is_(True)
-        if revision is None
-        else evaluations.c.revision == revision
-    )
-    evals = list(
-        conn.execute(
-            select(evaluations)
-            .where(evaluations.c.conversation_id == conversation_id, which)
-            .order_by(evaluations.c.id)
-        ).mappings()
-    )
+    calls = repo.revision_calls(conn, conversation_id, revision)
+    evals = repo.revision_evaluations(conn, conversation_id, revision)
     # The expectation version the shown scores used (an earlier revision may have used another).
     expectation: tuple[Any, Any] = (row["expectation_id"], row["expectation_version"])
     if evals:
@@ -335,19 +286,11 @@ def _messages(
     conn: Connection, conversation_id: str, *, handoffs: bool = True
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
-    from sqlalchemy import select
-
     from toolscore.collector.reconstruct import reconstruct
-    from toolscore.storage.pipeline import conversation_traces
+    from toolscore.storage.conversations import trace_ids as traces_of
     from toolscore.storage.telemetry import load_logs, load_spans
 
-    trace_ids = list(
-        conn.execute(
-            select(conversation_traces.c.trace_id).where(
-                conversation_traces.c.conversation_id == conversation_id
-            )
-        ).scalars()
-    )
+    trace_ids = traces_of(conn, conversation_id)
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
