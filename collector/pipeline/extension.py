@@ -57,7 +57,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         process = None
         if options.separate_process:
             process = ScoringProcess(
-                ctx.settings.db_url, ctx.settings.config_path, options.include_handoffs
+                ctx.settings.db_url, ctx.settings.config_path, options.control_calls
             )
         written = ctx.evaluations_written
 
@@ -78,7 +78,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 timing=timing,
                 observer=observe,
                 process=process,
-                include_handoffs=options.include_handoffs,
+                control_calls=options.control_calls,
                 limits=limits,
             )
             for _ in range(processes if process is not None else 1)

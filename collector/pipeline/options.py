@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import HANDOFF, ControlCallError, ControlCalls
 
 ENV_SETTLE = "TOOLSCORE_SETTLE"
 ENV_ROOT_IDLE = "TOOLSCORE_ROOT_IDLE"
@@ -12,7 +16,8 @@ ENV_CONVERSATION_KEYS = "TOOLSCORE_CONVERSATION_KEYS"
 ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
 ENV_SCORING_IN_PROCESS = "TOOLSCORE_SCORING_IN_PROCESS"
 ENV_SCORING_PROCESSES = "TOOLSCORE_SCORING_PROCESSES"
-ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"
+ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"  # deprecated: TOOLSCORE_CONTROL_CALLS
+ENV_CONTROL_CALLS = "TOOLSCORE_CONTROL_CALLS"
 ENV_MAX_CONVERSATION_SPANS = "TOOLSCORE_MAX_CONVERSATION_SPANS"
 HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
@@ -37,7 +42,8 @@ class PipelineOptions:
     separate_process: bool = False
     # With separate_process: how many child processes score; None: auto (see processes_for).
     scoring_processes: int | None = None
-    include_handoffs: bool = True  # transfer_to_* calls (handoffs to other agents) count
+    # Which framework control calls (handoffs, final answers) count as tool calls.
+    control_calls: ControlCalls = DEFAULT_CONTROL
     # More spans: the conversation is not loaded (status error, with the reason).
     max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
 
@@ -86,12 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "or auto: 2 on PostgreSQL when the machine has 2 or more cores (one process's database "
         f"waits overlap the other's work), else 1 (env {ENV_SCORING_PROCESSES}; default auto)",
     )
-    add(
-        "--handoffs",
-        choices=HANDOFF_CHOICES,
-        help="whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as "
-        f"tool calls (env {ENV_HANDOFFS}; default include)",
-    )
+    add_control_calls_arguments(parser, "serve")
     add(
         "--max-conversation-spans",
         metavar="N",
@@ -104,6 +105,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only store telemetry; do not assemble or score conversations",
     )
+
+
+def add_control_calls_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    """``--control-calls`` and its deprecated alias ``--handoffs`` (serve, show, evaluate,
+    rescore read them alike: docs/conventions.md, "Control calls")."""
+    parser.add_argument(
+        "--control-calls",
+        action="append",
+        metavar="POLICY",
+        help="whether framework control calls (handoffs to other agents, smolagents' "
+        "final_answer, Pydantic AI's final_result, CrewAI delegation) count as tool calls: "
+        "exclude|include, then per kind include=KIND[,KIND] or exclude=KIND (kinds: handoff, "
+        "smolagents.final_answer, pydantic_ai.final_result, crewai.delegation); repeatable "
+        f"(env {ENV_CONTROL_CALLS}; default exclude"
+        + ("" if command == "serve" else ", as serve")
+        + ")",
+    )
+    parser.add_argument(
+        "--handoffs",
+        choices=HANDOFF_CHOICES,
+        help=f"deprecated: --control-calls include=handoff|exclude=handoff (env {ENV_HANDOFFS})",
+    )
+
+
+def control_calls_from(
+    args: argparse.Namespace, environ: Mapping[str, str], warn: Callable[[str], None]
+) -> ControlCalls:
+    """Flags beat environment variables beat the default (exclude); the deprecated
+    ``--handoffs`` / TOOLSCORE_HANDOFFS, when given, then set the handoff kind (``warn`` says
+    it is deprecated). Raises :class:`PipelineOptionError`."""
+    flag = getattr(args, "control_calls", None)
+    try:
+        if flag:
+            policy = ControlCalls.parse(flag, "--control-calls")
+        else:
+            policy = ControlCalls.parse([environ.get(ENV_CONTROL_CALLS, "")], ENV_CONTROL_CALLS)
+    except ControlCallError as exc:
+        raise PipelineOptionError(str(exc)) from None
+    handoffs, source = getattr(args, "handoffs", None), "--handoffs"
+    if not handoffs:
+        handoffs, source = environ.get(ENV_HANDOFFS, "").strip().lower(), ENV_HANDOFFS
+    if not handoffs:
+        return policy
+    if handoffs not in HANDOFF_CHOICES:
+        raise PipelineOptionError(f"{source}: expected include or exclude, got {handoffs!r}")
+    warn(
+        f"{source} is deprecated: use --control-calls {handoffs}={HANDOFF} "
+        f"(env {ENV_CONTROL_CALLS})"
+    )
+    return policy.with_kind(HANDOFF, handoffs == "include")
 
 
 def _seconds(
@@ -164,12 +215,9 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
             ) from None
         if processes < 1:
             raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
-    handoffs = getattr(args, "handoffs", None) or environ.get(ENV_HANDOFFS, "").strip().lower()
-    if handoffs and handoffs not in HANDOFF_CHOICES:
-        raise PipelineOptionError(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
     return PipelineOptions(
         max_conversation_spans=_max_spans(args, environ),
-        include_handoffs=handoffs != "exclude",
+        control_calls=control_calls_from(args, environ, warn_stderr),
         scoring_processes=processes,
         enabled=not getattr(args, "no_scoring", False),
         settle_s=_seconds(
@@ -189,6 +237,10 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Pipeli
             or environ.get(ENV_SCORING_IN_PROCESS, "").strip().lower() in ("1", "true", "yes")
         ),
     )
+
+
+def warn_stderr(message: str) -> None:
+    print(f"toolscore: warning: {message}", file=sys.stderr)
 
 
 def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None) -> int:

@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null, select, true
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
@@ -226,7 +228,7 @@ def _compute_one(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> _Computed:
     base = {
         "conversation_id": row["id"],
@@ -234,7 +236,7 @@ def _compute_one(
         "root_span_id": row["root_span_id"],
     }
     try:
-        rec = reconstruct(spans, logs, handoffs=handoffs)
+        rec = reconstruct(spans, logs, control_calls=control_calls)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         reason = storable_text(f"reconstruction failed: {exc!r}")
         return _Computed(status=STATUS_ERROR, error=reason, **base)
@@ -269,13 +271,13 @@ def compute(
     ids: Sequence[str],
     config: ScoringConfig,
     *,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
-    """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
-    leaves handoffs to other agents out of the calls
-    (:func:`toolscore.collector.reconstruct.reconstruct`). Conversations in ``refuse`` (id ->
-    reason) are not loaded: they get status ``error`` with that reason."""
+    """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
+    which framework control calls count (:func:`toolscore.collector.reconstruct.reconstruct`).
+    Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
+    that reason."""
     c, ct = conversations.c, conversation_traces.c
     refuse = refuse or {}
     rows: list[Mapping[str, Any]] = []
@@ -305,7 +307,7 @@ def compute(
     return [
         _refused(r, refuse[r["id"]])
         if r["id"] in refuse
-        else _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs)
+        else _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, control_calls)
         for r in rows
     ]
 

@@ -40,6 +40,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import (
     NS,
     Claimed,
@@ -110,11 +112,11 @@ class RoundRunner:
         batch_size: int,
         worker_id: str,
         clock_ns: Callable[[], int] = time.time_ns,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.engine = engine
-        self.include_handoffs = include_handoffs
+        self.control_calls = control_calls
         self.limits = limits
         self.config = config
         self.timing = timing
@@ -174,7 +176,7 @@ class RoundRunner:
                 conn,
                 [c.conversation_id for c in claimed],
                 self.config,
-                handoffs=self.include_handoffs,
+                control_calls=self.control_calls,
                 refuse=refuse,
             )
             conn.rollback()
@@ -209,7 +211,7 @@ class ScoringProcess:
 
     db_url: str
     config_path: Path | None = None
-    include_handoffs: bool = True
+    control_calls: ControlCalls = DEFAULT_CONTROL
 
 
 _child_runner: RoundRunner | None = None
@@ -241,7 +243,7 @@ def _child_init(
         timing=timing,
         batch_size=batch_size,
         worker_id=worker_id,
-        include_handoffs=spec.include_handoffs,
+        control_calls=spec.control_calls,
         limits=limits,
     )
 
@@ -286,7 +288,7 @@ class PipelineWorker:
         clock_ns: Callable[[], int] = time.time_ns,
         observer: Observer | None = None,
         process: ScoringProcess | None = None,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timing = timing or Timing()
@@ -301,7 +303,7 @@ class PipelineWorker:
             batch_size=batch_size,
             worker_id=self.worker_id,
             clock_ns=clock_ns,
-            include_handoffs=include_handoffs,
+            control_calls=control_calls,
             limits=limits,
         )
         self._process = process
