@@ -35,6 +35,7 @@ ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT = "TOOLSCORE_DB_IDLE_IN_TRANSACTION_TIMEOUT"
 ENV_DB_CALL_DEADLINE = "TOOLSCORE_DB_CALL_DEADLINE"
 ENV_HEALTH_STUCK_AFTER = "TOOLSCORE_HEALTH_STUCK_AFTER"
 ENV_LOG_INTERVAL = "TOOLSCORE_LOG_INTERVAL"
+ENV_LOG_FORMAT = "TOOLSCORE_LOG_FORMAT"
 
 DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
@@ -101,6 +102,7 @@ class Settings:
     db_call_deadline_s: float = DEFAULT_DB_CALL_DEADLINE
     health_stuck_after_s: float = DEFAULT_HEALTH_STUCK_AFTER
     log_interval_s: float = DEFAULT_LOG_INTERVAL
+    log_format: str = "text"  # text | json (toolscore.collector.logformat)
 
     @property
     def tls(self) -> bool:
@@ -179,6 +181,7 @@ class Settings:
             log_level=(pick("log_level", ENV_LOG_LEVEL, "INFO")[0] or "INFO").upper(),
             **_deadlines(num),
             log_interval_s=num("log_interval", ENV_LOG_INTERVAL, DEFAULT_LOG_INTERVAL, float),
+            log_format=(pick("log_format", ENV_LOG_FORMAT, "text")[0] or "text").strip().lower(),
         )
         settings.validate(
             sources={"config": config_src, "cert": cert_src, "key": key_src, "token": token_src}
@@ -210,6 +213,10 @@ class Settings:
         if self.log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise SettingsError(
                 f"log level must be DEBUG, INFO, WARNING or ERROR: {self.log_level}"
+            )
+        if self.log_format not in ("text", "json"):
+            raise SettingsError(
+                f"--log-format / {ENV_LOG_FORMAT}: expected text or json, got {self.log_format!r}"
             )
         if self.max_batch_spans > self.max_queued_spans:
             raise SettingsError("--max-batch-spans cannot exceed --max-queued-spans")

@@ -1,7 +1,9 @@
 """The ONE place that knows SQL dialect differences in statements (column types: storage/base.py).
 
 ``insert_ignore_duplicates`` and ``upsert`` build ``INSERT ... ON CONFLICT`` for SQLite and
-PostgreSQL, so idempotent writes read the same in every caller.
+PostgreSQL, so idempotent writes read the same in every caller; ``insert_for`` gives the dialect
+``INSERT`` for ``ON CONFLICT`` with expressions in ``SET``. ``supports_skip_locked`` and
+``one_writer`` say how concurrent transactions are kept apart (row locks or SQLite's one writer).
 """
 
 from __future__ import annotations
@@ -14,13 +16,25 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 
-def _insert(conn: Connection, table: Table) -> Any:
+def insert_for(conn: Connection, table: Table) -> Any:
+    """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
     name = conn.dialect.name
     if name == "postgresql":
         return postgresql.insert(table)
     if name == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def supports_skip_locked(conn: Connection) -> bool:
+    """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
+    return conn.dialect.name == "postgresql"
+
+
+def one_writer(conn: Connection) -> bool:
+    """SQLite: one write transaction at a time, so what a transaction read stays current and no
+    row locks are needed."""
+    return conn.dialect.name == "sqlite"
 
 
 def insert_ignore_duplicates(
@@ -35,7 +49,7 @@ def insert_ignore_duplicates(
     """
     if not rows:
         return
-    stmt: Insert = _insert(conn, table)
+    stmt: Insert = insert_for(conn, table)
     stmt = stmt.on_conflict_do_nothing(  # type: ignore[attr-defined]
         index_elements=list(index_elements) if index_elements is not None else None
     )
@@ -52,7 +66,7 @@ def upsert(
     """Insert ``rows``; on a key conflict overwrite ``update_columns`` with the new values."""
     if not rows:
         return
-    stmt = _insert(conn, table)
+    stmt = insert_for(conn, table)
     cols = list(update_columns)
     stmt = stmt.on_conflict_do_update(
         index_elements=list(index_elements),

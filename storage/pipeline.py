@@ -4,9 +4,6 @@
 the newest revision's rows of a conversation have ``is_current`` true. ``conversations`` holds the
 completion state (last span seen, whether it needs scoring, who claimed it), so completion survives
 restarts and several processes can share one database. Migration: ``0003``.
-
-The insert helper below is this module's only dialect switch (``ON CONFLICT`` with expressions in
-``SET``, which ``toolscore.storage.dialect.upsert`` does not offer).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
-    Connection,
     DateTime,
     Float,
     Index,
@@ -27,7 +23,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -88,6 +84,8 @@ class Conversation(Base):
     expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # why no expectation was found (status unmatched), else NULL; migration 0005
+    unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.
@@ -155,18 +153,3 @@ conversations: Table = Conversation.__table__  # type: ignore[assignment]
 conversation_traces: Table = ConversationTrace.__table__  # type: ignore[assignment]
 evaluations: Table = Evaluation.__table__  # type: ignore[assignment]
 tool_calls: Table = ToolCallRow.__table__  # type: ignore[assignment]
-
-
-def insert_for(conn: Connection, table: Table) -> Any:
-    """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
-    name = conn.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table)
-    if name == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported dialect {name!r}")
-
-
-def supports_skip_locked(conn: Connection) -> bool:
-    """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
-    return conn.dialect.name == "postgresql"

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
+from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 
 _TAGS = ("$bytes", "$float", "$str")
@@ -258,6 +259,17 @@ def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
     row["record_hash"] = digest
     row["received_at_ns"] = received_at_ns
     return row
+
+
+def store_telemetry(
+    conn: Connection, span_rows: Sequence[tuple[Any, ...]], log_rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
+    stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL)."""
+    insert_tuples_ignore_duplicates(
+        conn, spans_table, SPAN_COLUMNS, span_rows, ("trace_id", "span_id"), SPAN_JSON_COLUMNS
+    )
+    insert_ignore_duplicates(conn, log_records_table, log_rows, ("record_hash",))
 
 
 # The columns a SpanRecord is rebuilt from, in _span_from_values's parameter order.

@@ -36,7 +36,7 @@ from toolscore.collector.pipeline.options import (
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from toolscore.storage.database import Connection, Engine
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -84,6 +84,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def _why_unmatched(row: Mapping[Any, Any]) -> str | None:
+    """Why the last scoring found no expectation (shown while the status is unmatched)."""
+    return row["unmatched_reason"] if row["status"] == "unmatched" else None
+
+
 def _expectation_label(row: Mapping[Any, Any]) -> str:
     if row["expectation_id"] is None:
         return "-"
@@ -94,9 +99,7 @@ def _expectation_label(row: Mapping[Any, Any]) -> str:
 
 
 def _conversations(args: argparse.Namespace) -> int:
-    from sqlalchemy import select
-
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage import conversations as repo
 
     if args.limit < 1:
         _error("--limit must be at least 1")
@@ -106,38 +109,20 @@ def _conversations(args: argparse.Namespace) -> int:
         return 1
     try:
         with engine.connect() as conn:
-            stmt = select(conversations).order_by(
-                conversations.c.last_span_at.desc(), conversations.c.id
-            )
-            if args.status is not None:
-                stmt = stmt.where(conversations.c.status == args.status)
-            rows = list(conn.execute(stmt.limit(args.limit)).mappings())
-            ids = [r["id"] for r in rows]
-            scores = (
-                conn.execute(
-                    select(
-                        evaluations.c.conversation_id,
-                        evaluations.c.metric,
-                        evaluations.c.score,
-                        evaluations.c.error,
-                    )
-                    .where(
-                        evaluations.c.conversation_id.in_(ids), evaluations.c.is_current.is_(True)
-                    )
-                    .order_by(evaluations.c.id)
-                ).all()
-                if ids
-                else []
-            )
+            rows = repo.recent(conn, limit=args.limit, status=args.status)
+            scores = repo.current_scores(conn, [r["id"] for r in rows])
     finally:
         engine.dispose()
 
     metrics: list[str] = []  # in the order they were written: the scoring config's order
     by_conversation: dict[str, dict[str, tuple[float | None, str | None]]] = {}
-    for cid, metric, score, error in scores:
-        if metric not in metrics:
-            metrics.append(metric)
-        by_conversation.setdefault(cid, {})[metric] = (score, error)
+    for found in scores:
+        if found.metric not in metrics:
+            metrics.append(found.metric)
+        by_conversation.setdefault(found.conversation_id, {})[found.metric] = (
+            found.score,
+            found.error,
+        )
 
     if args.json:
         out = [
@@ -151,6 +136,7 @@ def _conversations(args: argparse.Namespace) -> int:
                 "expectation_id": r["expectation_id"],
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
+                "unmatched_reason": _why_unmatched(r),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -177,6 +163,12 @@ def _conversations(args: argparse.Namespace) -> int:
         for r in rows
     ]
     headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
+    if any(_why_unmatched(r) for r in rows):  # the reason last: it is the widest column
+        headers.append("WHY UNMATCHED")
+        for line, r in zip(table, rows, strict=True):
+            line.append(_why_unmatched(r) or "")
+        print(render_table(headers, table, max_width=100))  # the whole of it: `show` has it all
+        return 0
     print(render_table(headers, table))
     return 0
 
@@ -226,43 +218,14 @@ def _load(
     control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
-    from sqlalchemy import func, select
-
+    from toolscore.storage import conversations as repo
     from toolscore.storage.expectations import get_version
-    from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
-    row = (
-        conn.execute(select(conversations).where(conversations.c.id == conversation_id))
-        .mappings()
-        .first()
-    )
+    row = repo.conversation(conn, conversation_id)
     if row is None:
         return None
-    calls_revision: Any = revision
-    if revision is None:
-        calls_revision = (
-            select(func.max(tool_calls.c.revision))
-            .where(tool_calls.c.conversation_id == conversation_id)
-            .scalar_subquery()
-        )
-    calls = conn.execute(
-        select(tool_calls)
-        .where(tool_calls.c.conversation_id == conversation_id)
-        .where(tool_calls.c.revision == calls_revision)
-        .order_by(tool_calls.c.position)
-    ).mappings()
-    which = (
-        evaluations.c.is_current.is_(True)
-        if revision is None
-        else evaluations.c.revision == revision
-    )
-    evals = list(
-        conn.execute(
-            select(evaluations)
-            .where(evaluations.c.conversation_id == conversation_id, which)
-            .order_by(evaluations.c.id)
-        ).mappings()
-    )
+    calls = repo.revision_calls(conn, conversation_id, revision)
+    evals = repo.revision_evaluations(conn, conversation_id, revision)
     # The expectation version the shown scores used (an earlier revision may have used another).
     expectation: tuple[Any, Any] = (row["expectation_id"], row["expectation_version"])
     if evals:
@@ -325,19 +288,11 @@ def _messages(
     conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
-    from sqlalchemy import select
-
     from toolscore.collector.reconstruct import reconstruct
-    from toolscore.storage.pipeline import conversation_traces
+    from toolscore.storage.conversations import trace_ids as traces_of
     from toolscore.storage.telemetry import load_logs, load_spans
 
-    trace_ids = list(
-        conn.execute(
-            select(conversation_traces.c.trace_id).where(
-                conversation_traces.c.conversation_id == conversation_id
-            )
-        ).scalars()
-    )
+    trace_ids = traces_of(conn, conversation_id)
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
@@ -384,6 +339,8 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  first message   {clip(conv['first_user_message'], 90)}")
     if conv.get("error"):
         lines.append(f"  error           {conv['error']}")
+    if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
+        lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
     messages = data.get("messages")
     if messages is not None:

@@ -108,6 +108,12 @@ def register(subparsers: Any) -> None:
         metavar="LEVEL",
         help="DEBUG, INFO, WARNING or ERROR (env TOOLSCORE_LOG_LEVEL; default INFO)",
     )
+    add(
+        "--log-format",
+        choices=("text", "json"),
+        help="text, or json: one JSON object per line (time, level, logger, message and "
+        "structured fields) for log shippers (env TOOLSCORE_LOG_FORMAT; default text)",
+    )
     _add_deadline_arguments(parser)
     parser.add_argument(
         "--log-interval",
@@ -204,6 +210,7 @@ def handle(args: argparse.Namespace) -> int:
     import logging
 
     from toolscore.collector.app import StartupError, serve
+    from toolscore.collector.logformat import configure as configure_logging
     from toolscore.collector.settings import Settings, SettingsError
 
     try:
@@ -211,13 +218,13 @@ def handle(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"toolscore serve: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # one line per migration is noise
+    configure_logging(settings.log_level, settings.log_format)
     try:
         asyncio.run(serve(settings, extensions(args, os.environ, settings)))
     except StartupError as exc:
-        print(f"toolscore serve: {exc}", file=sys.stderr)
+        if settings.log_format == "json":  # a shipper reads every line as JSON
+            logging.getLogger("toolscore.serve").error("toolscore serve: %s", exc)
+        else:
+            print(f"toolscore serve: {exc}", file=sys.stderr)
         return 1
     return 0
