@@ -104,9 +104,10 @@ class ControlCalls:
                     continue
                 mode, _, kinds = clause.partition("=")
                 if mode.lower() not in _MODES:
+                    which = f" (not {clause!r})" if source else ""  # else the caller quotes it
                     raise ControlCallError(
-                        f"{source}: expected include, exclude, include=KIND or exclude=KIND, "
-                        f"got {clause!r}"
+                        f"{source}: expected include, exclude, include=KIND or exclude=KIND "
+                        f"clauses{which}"
                     )
                 if not kinds:
                     default, merged = _MODES[mode.lower()], {}

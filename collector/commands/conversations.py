@@ -25,13 +25,12 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_migrated_database
+from toolscore.collector.configuration import add_options
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.options import (
-    PipelineOptionError,
-    add_control_calls_arguments,
+    CONTROL_CALLS_OPTIONS,
     control_calls_from,
-    warn_stderr,
 )
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
@@ -65,7 +64,7 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
-    add_control_calls_arguments(show, "show")  # rebuild the messages as serve scored them
+    add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
@@ -177,11 +176,7 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    try:
-        control = control_calls_from(args, os.environ, warn_stderr)
-    except PipelineOptionError as exc:
-        _error(str(exc))
-        return 2
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
     if engine is None:
         return 1

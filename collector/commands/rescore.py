@@ -17,11 +17,10 @@ from typing import IO, Any
 
 from toolscore.collector.commands.common import add_db_argument, resolve_db_url
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.configuration import add_options
 from toolscore.collector.pipeline.options import (
-    PipelineOptionError,
-    add_control_calls_arguments,
+    CONTROL_CALLS_OPTIONS,
     control_calls_from,
-    warn_stderr,
 )
 from toolscore.collector.rescoring import config_hash, rescore, resolve_config
 
@@ -42,7 +41,7 @@ def register(subparsers: Any) -> None:
         help="scoring configuration file (env TOOLSCORE_CONFIG; default: the metric instances "
         "the server recorded in the database, else the Ragas defaults)",
     )
-    add_control_calls_arguments(parser, "rescore")
+    add_options(parser, CONTROL_CALLS_OPTIONS)
     parser.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     parser.add_argument(
         "--force", action="store_true", help="write a new revision even when nothing changed"
@@ -73,11 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
     from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
 
-    try:
-        control = control_calls_from(args, os.environ, warn_stderr)
-    except PipelineOptionError as exc:
-        print(f"toolscore rescore: {exc}", file=sys.stderr)
-        return 2
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     url = resolve_db_url(args, os.environ)
     try:
         engine = create_engine(url)

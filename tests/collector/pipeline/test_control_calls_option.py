@@ -15,9 +15,9 @@ from sqlalchemy import Engine, select
 from tests.collector.pipeline.test_score import current_scores, expect, offline_scores, store
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.test_reconstruct import assistant, chat, result, user
+from toolscore.collector.configuration import ConfigError
 from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import Timing
-from toolscore.collector.pipeline.options import PipelineOptionError
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import default_config
 from toolscore.storage.expectations import ExpectationData
@@ -36,16 +36,18 @@ def test_the_policy_defaults_to_exclude_and_flags_beat_the_environment() -> None
     assert parse([], env).control_calls.includes("handoff")
     assert not parse([], env).control_calls.includes("smolagents.final_answer")
     assert not parse(["--control-calls", "exclude"], env).control_calls.includes("handoff")
-    both = parse(["--control-calls", "include", "--control-calls", "exclude=handoff"])
+    both = parse(["--control-calls", "include exclude=handoff"])
     assert both.control_calls.includes("pydantic_ai.final_result")
     assert not both.control_calls.includes("handoff")
     assert both.control_calls.describe() == "include exclude=handoff"
 
 
 def test_unknown_kinds_and_modes_are_refused_naming_the_known_kinds() -> None:
-    with pytest.raises(PipelineOptionError, match=r"unknown control-call kind 'handof'.*handoff"):
+    with pytest.raises(ConfigError, match=r"unknown control-call kind 'handof'.*handoff"):
         parse(["--control-calls", "include=handof"])
-    with pytest.raises(PipelineOptionError, match="TOOLSCORE_CONTROL_CALLS: expected include"):
+    with pytest.raises(
+        ConfigError, match="--control-calls / TOOLSCORE_CONTROL_CALLS: expected include"
+    ):
         parse([], {"TOOLSCORE_CONTROL_CALLS": "maybe"})
 
 
@@ -53,18 +55,21 @@ def test_the_deprecated_handoffs_alias_still_works_and_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert parse(["--handoffs", "include"]).control_calls.includes("handoff")
-    assert "--handoffs is deprecated: use --control-calls include=handoff" in (
+    assert "--handoffs / TOOLSCORE_HANDOFFS is deprecated: use --control-calls include=handoff" in (
         capsys.readouterr().err
     )
     assert not parse([], {"TOOLSCORE_HANDOFFS": "exclude"}).control_calls.includes("handoff")
-    assert "TOOLSCORE_HANDOFFS is deprecated" in capsys.readouterr().err
+    assert "use --control-calls exclude=handoff" in capsys.readouterr().err
     # the alias sets the handoff kind on top of the policy
     mixed = parse(["--control-calls", "include", "--handoffs", "exclude"]).control_calls
     assert mixed.includes("smolagents.final_answer") and not mixed.includes("handoff")
     capsys.readouterr()
     parse(["--control-calls", "include"])
     assert capsys.readouterr().err == ""  # silent when the alias is not used
-    with pytest.raises(PipelineOptionError, match="TOOLSCORE_HANDOFFS: expected include or"):
+    with pytest.raises(
+        ConfigError,
+        match="--handoffs / TOOLSCORE_HANDOFFS: expected include or exclude, got 'maybe'",
+    ):
         parse([], {"TOOLSCORE_HANDOFFS": "maybe"})
 
 
