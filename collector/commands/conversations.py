@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.commands._table import (
@@ -337,15 +337,22 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
     if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
+    pruned = conv.get("pruned_through_ns") is not None
+    if pruned:
+        when = dt_from_ns(conv["pruned_through_ns"])
+        lines.append(f"  spans pruned    received up to {format_time(when)} (span retention)")
     messages = data.get("messages")
     if messages is not None:
-        lines += ["", f"messages ({len(messages)}):"]
+        title = "messages received after the pruning" if pruned else "messages"
+        lines += ["", f"{title} ({len(messages)}):"]
         for message in messages:
             kind = str(message.get("type", "?"))
             content = clip(str(message.get("content") or ""), 90)
             lines.append(f"  {kind:6} {content}".rstrip())
             for call in message.get("tool_calls") or ():
                 lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    elif "messages" in data and pruned:
+        lines += ["", "messages: pruned (span retention deleted the spans; calls and scores kept)"]
     elif "messages" in data:
         lines += ["", "messages: (no spans stored for this conversation)"]
 
@@ -401,6 +408,10 @@ def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
     reasons: Sequence[Any] = details.get("reasons") or ()
     lines.extend(f"    - {reason}" for reason in reasons)
     return lines
+
+
+def dt_from_ns(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
 def _parse(value: str | None) -> datetime | None:
