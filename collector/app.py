@@ -29,13 +29,12 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
-
 from toolscore.collector.decode import DecodeLimits
+from toolscore.collector.failure import Failure
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
@@ -44,6 +43,7 @@ from toolscore.collector.settings import Listen, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
+from toolscore.storage.database import Engine
 from toolscore.storage.engine import Deadlines
 
 log = logging.getLogger("toolscore.serve")
@@ -99,9 +99,19 @@ class Extension:
     # span attributes the extension reads as ids (conversation keys): the decoder rejects spans
     # whose value the database could not hold as a key (NUL, too long), before the transaction
     key_attributes: Sequence[str] = ()
+    # what the extension adds to the start-up line, by part (see :data:`SUMMARY_PARTS`)
+    summary: Mapping[str, str] = field(default_factory=dict)
 
 
 ExtensionFactory = Callable[[AppContext], Extension]
+
+# Parts of the start-up line extensions fill in, in the order shown, with what is said when no
+# extension does. The retention extension (issue 11 "Bounded storage") reports "retention".
+SUMMARY_PARTS: Mapping[str, str] = {
+    "scoring": "scoring off",
+    "retention": "spans kept forever",
+    "write-back": "write-back off",
+}
 
 
 def _check_free(listen: Listen, name: str) -> None:
@@ -127,7 +137,7 @@ def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-class StartupError(RuntimeError):
+class StartupError(Failure, RuntimeError):
     """The service cannot start (database unreachable, port in use, bad config file...)."""
 
 
@@ -145,6 +155,7 @@ class App:
         self._http: Any = None
         self.grpc_port: int | None = None
         self.http_port: int | None = None
+        self._summary: dict[str, str] = {}
 
     @property
     def engine(self) -> Engine:
@@ -172,6 +183,7 @@ class App:
         ext_settings = dataclasses.replace(s, db_url=url_with_deadlines(s.db_url, deadlines))
         ctx = AppContext(ext_settings, self._engine, self.metrics, scoring_config)
         extensions = [factory(ctx) for factory in self._extension_factories]
+        self._summary = {k: v for ext in extensions for k, v in ext.summary.items()}
         hooks = [h for ext in extensions for h in ext.hooks]
         self._writer = GuardedWriter(
             self._engine,
@@ -227,7 +239,8 @@ class App:
             raise StartupError(f"cannot listen: {exc}") from exc
         self._watchdog = self._make_watchdog()
         await self._watchdog.start()
-        log.info("%s", self.describe())
+        text, fields = self.describe()
+        log.info("%s", text, extra=fields)
 
     def _make_watchdog(self) -> Watchdog:
         from toolscore.storage.health import ping
@@ -249,19 +262,27 @@ class App:
         if self._grpc is not None:
             await self._grpc.set_serving(serving)
 
-    def describe(self) -> str:
-        """The start-up line: where it listens and which database (password hidden)."""
+    def describe(self) -> tuple[str, dict[str, str]]:
+        """The start-up line and its parts as structured fields: listeners, database (password
+        hidden), scoring processes, span retention, write-back, TLS and auth."""
         from toolscore.storage.engine import redact
 
         s = self.settings
         scheme = "https" if s.tls else "http"
-        parts = []
+        listeners = []
         if s.grpc is not None:
-            parts.append(f"OTLP/gRPC on {s.grpc.host}:{self.grpc_port}")
+            listeners.append(f"OTLP/gRPC on {s.grpc.host}:{self.grpc_port}")
         if s.http is not None:
-            parts.append(f"OTLP/HTTP on {scheme}://{s.http.host}:{self.http_port}")
-        flags = f"TLS {'on' if s.tls else 'off'}, auth {'on' if s.auth_token else 'off'}"
-        return f"toolscore serve: {', '.join(parts)}; database {redact(s.db_url)} ({flags})"
+            listeners.append(f"OTLP/HTTP on {scheme}://{s.http.host}:{self.http_port}")
+        fields = {"listeners": ", ".join(listeners), "database": redact(s.db_url)}
+        for part, default in SUMMARY_PARTS.items():
+            fields[part] = self._summary.get(part, default)
+        fields["tls"] = "on" if s.tls else "off"
+        fields["auth"] = "on" if s.auth_token else "off"
+        parts = [fields["listeners"], f"database {fields['database']}"]
+        parts += [fields[part] for part in SUMMARY_PARTS]
+        parts.append(f"TLS {fields['tls']}, auth {fields['auth']}")
+        return f"toolscore serve: {'; '.join(parts)}", fields
 
     async def stop(self) -> None:
         """Graceful, bounded stop; safe to call on a partly started app."""

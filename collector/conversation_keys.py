@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from toolscore.collector.model import Attributes, SpanRecord
+from toolscore.storage.user_input import normalize_user_input  # matching's form, owned by storage
 
 __all__ = [
     "DEFAULT_CONVERSATION_KEYS",
@@ -74,8 +75,3 @@ def conversation_id_for_trace(
 def reference_id_for(spans: Sequence[SpanRecord], key: str = DEFAULT_REFERENCE_KEY) -> str | None:
     """The reference (expectation) id set by the app on any span or resource, if any."""
     return _first(spans, key)
-
-
-def normalize_user_input(text: str) -> str:
-    """Trim, fold runs of whitespace to one space, casefold: the form used to match user input."""
-    return " ".join(str(text).split()).casefold()

@@ -28,8 +28,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import Connection, Engine
-
 from toolscore.collector.errors import (
     QueueFull,
     ReceiverError,
@@ -40,16 +38,9 @@ from toolscore.collector.errors import (
 from toolscore.collector.export.attributes import without_toolscore_evaluations
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from toolscore.storage.database import Connection, Engine
 from toolscore.storage.faults import data_fault
-from toolscore.storage.telemetry import (
-    SPAN_COLUMNS,
-    SPAN_JSON_COLUMNS,
-    log_records_table,
-    log_row,
-    span_values,
-    spans_table,
-)
+from toolscore.storage.telemetry import log_row, span_values, store_telemetry
 
 log = logging.getLogger(__name__)
 
@@ -242,15 +233,7 @@ class IngestWriter:
         span_rows = [span_values(s, now, cache) for s in spans]
         log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
         with self._engine.begin() as conn:
-            insert_tuples_ignore_duplicates(
-                conn,
-                spans_table,
-                SPAN_COLUMNS,
-                span_rows,
-                ("trace_id", "span_id"),
-                SPAN_JSON_COLUMNS,
-            )
-            insert_ignore_duplicates(conn, log_records_table, log_rows, ("record_hash",))
+            store_telemetry(conn, span_rows, log_rows)
             for hook in self._hooks:
                 hook.on_batch(conn, spans, logs)
         self._metrics.commit_seconds.observe(time.perf_counter() - started)

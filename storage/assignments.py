@@ -20,13 +20,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, case, false, func, select, true
 
-from toolscore.storage.pipeline import (
-    STATUS_OPEN,
-    conversation_traces,
-    conversations,
-    evaluations,
-    insert_for,
-)
+from toolscore.storage.dialect import insert_for, one_writer
+from toolscore.storage.pipeline import STATUS_OPEN, conversation_traces, conversations, evaluations
 
 _CHUNK = 500  # bound on IN (...) list sizes
 
@@ -56,11 +51,6 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]
         yield items[i : i + size]
 
 
-def _one_writer(conn: Connection) -> bool:
-    """SQLite: one write transaction at a time, so no row locks are needed."""
-    return conn.dialect.name == "sqlite"
-
-
 def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, TraceState]:
     """Assign each new trace of ``proposed`` (trace id -> its named conversation, else itself);
     read the rest, locking those a concurrent transaction may move: traces still in their
@@ -74,7 +64,7 @@ def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, Tra
     inserted = _insert_new(conn, {t: proposed[t] for t in unknown})
     states = {t: TraceState(proposed[t], True, None, None) for t in inserted}
     states.update(known)
-    if _one_writer(conn):  # what was read is current
+    if one_writer(conn):  # what was read is current
         return states
     may_move = {t for t in unknown if t not in inserted}
     may_move.update(t for t, s in known.items() if s.conversation_id == t)
@@ -114,7 +104,7 @@ def _insert_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
     rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(assignments.items())]
     # A trace another transaction is inserting makes this wait for it, then skip the row.
     ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
-    if _one_writer(conn):  # nobody else inserted them meanwhile
+    if one_writer(conn):  # nobody else inserted them meanwhile
         conn.execute(ins, rows)
         return set(assignments)
     return set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())

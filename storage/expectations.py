@@ -40,8 +40,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.storage.base import Base
+from toolscore.storage.user_input import normalize_user_input
 
 # ``none_as_null``: a Python None is SQL NULL (the schema's "JSON NULL"), not the JSON ``null``.
 ExactJson = JSON(none_as_null=True)
@@ -65,7 +65,7 @@ __all__ = [
     "list_expectations",
     "list_versions",
     "match_expectation",
-    "normalize_user_input",  # the collector's, so matching and conversation keys agree
+    "normalize_user_input",  # storage.user_input's, the one form matching uses
 ]
 
 # Keeps each ``IN (...)`` list well under every driver's parameter limit.

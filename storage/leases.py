@@ -1,6 +1,11 @@
-"""Claims on conversations while they are scored: their size, renewing and releasing a lease.
+"""Claims on conversations while they are scored: taking, sizing, renewing a lease.
 
-A claim is a lease (``claimed_by``, ``claimed_until``; ``toolscore.collector.pipeline.claim``).
+A claim is a lease (``claimed_by``, ``claimed_until``) taken by one ``UPDATE ... WHERE id IN
+(SELECT ... FOR UPDATE SKIP LOCKED) RETURNING``: on PostgreSQL concurrent workers skip each
+other's rows; on SQLite the single statement holds the one write lock. A worker that dies leaves a
+lease that expires, and the conversation (still ``needs_scoring``) is claimed again. When a
+conversation is ready is decided in ``toolscore.collector.pipeline.claim`` (its ``Timing``).
+
 A conversation that takes longer to score than the lease (a big one) has its lease renewed by
 its worker while the work progresses, so no other worker takes it over and starts again.
 """
@@ -9,9 +14,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, and_, case, func, or_, select, true
+from sqlalchemy.sql.elements import ColumnElement
 
+from toolscore.storage.dialect import supports_skip_locked
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 
@@ -21,6 +29,94 @@ _CHUNK = 500
 def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
     for i in range(0, len(ids), _CHUNK):
         yield ids[i : i + _CHUNK]
+
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    conversation_id: str
+    last_span_received_ns: int  # as read when claimed: a newer span means "score again"
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """When a conversation needing scoring is ready (ns): ``settle_ns`` after its last span, or
+    ``idle_ns`` after it when keyed by its only trace (no other can join) whose root span came."""
+
+    settle_ns: int
+    idle_ns: int
+
+
+def _utc(ns: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ns / NS, tz=dt.UTC)
+
+
+def _early() -> ColumnElement[bool]:
+    c = conversations.c
+    return and_(c.id == c.last_trace_id, c.root_span_id.is_not(None))
+
+
+def _ready(now_ns: int, ready: Readiness) -> ColumnElement[bool]:
+    c = conversations.c
+    return and_(
+        c.needs_scoring == true(),
+        or_(c.claimed_by.is_(None), c.claimed_until < _utc(now_ns)),
+        or_(
+            c.last_span_received_ns <= now_ns - ready.settle_ns,
+            and_(_early(), c.last_span_received_ns <= now_ns - ready.idle_ns),
+        ),
+    )
+
+
+def claim_ready(
+    conn: Connection,
+    *,
+    worker_id: str,
+    now_ns: int,
+    ready: Readiness,
+    lease_ns: int,
+    limit: int,
+) -> list[Claimed]:
+    """Claim up to ``limit`` ready conversations for ``worker_id`` (caller commits)."""
+    c = conversations.c
+    pick = select(c.id).where(_ready(now_ns, ready)).order_by(c.last_span_received_ns).limit(limit)
+    if supports_skip_locked(conn):
+        pick = pick.with_for_update(skip_locked=True)
+    stmt = (
+        conversations.update()
+        .where(c.id.in_(pick.scalar_subquery()))
+        .values(claimed_by=worker_id, claimed_until=_utc(now_ns + lease_ns))
+        .returning(c.id, c.last_span_received_ns)
+    )
+    return [Claimed(i, ns) for i, ns in conn.execute(stmt)]
+
+
+def next_due_ns(conn: Connection, *, now_ns: int, ready: Readiness) -> int | None:
+    """When the next pending conversation becomes ready (``None``: nothing pending)."""
+    c = conversations.c
+    free = c.claimed_by.is_(None)
+    row = conn.execute(
+        select(
+            func.min(case((free, c.last_span_received_ns))),
+            func.min(case((and_(free, _early()), c.last_span_received_ns))),
+            func.min(c.claimed_until),
+        ).where(c.needs_scoring == true())
+    ).one()
+    settle_min, early_min, lease_min = row
+    due: list[int] = []
+    if settle_min is not None:
+        due.append(settle_min + ready.settle_ns)
+    if early_min is not None:
+        due.append(early_min + ready.idle_ns)
+    if lease_min is not None:
+        lease = lease_min if isinstance(lease_min, dt.datetime) else None
+        if lease is not None:
+            if lease.tzinfo is None:  # SQLite returns the naive UTC text we stored
+                lease = lease.replace(tzinfo=dt.UTC)
+            due.append(int(lease.timestamp() * NS))
+    return min(due) if due else None
 
 
 def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[str, int]:

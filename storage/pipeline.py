@@ -4,9 +4,6 @@
 the newest revision's rows of a conversation have ``is_current`` true. ``conversations`` holds the
 completion state (last span seen, whether it needs scoring, who claimed it), so completion survives
 restarts and several processes can share one database. Migration: ``0003``.
-
-The insert helper below is this module's only dialect switch (``ON CONFLICT`` with expressions in
-``SET``, which ``toolscore.storage.dialect.upsert`` does not offer).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
-    Connection,
     DateTime,
     Float,
     Index,
@@ -26,8 +22,9 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -62,6 +59,10 @@ class UtcDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
 
+# Conversations with telemetry left to prune (textually equal to migration 0005's index
+# predicate: SQLite uses a partial index only for queries containing the predicate as written).
+PRUNABLE = "pruned_at IS NULL OR pruned_through_ns <> last_span_received_ns"
+
 STATUS_OPEN = "open"
 STATUS_SCORED = "scored"
 STATUS_UNMATCHED = "unmatched"
@@ -88,11 +89,25 @@ class Conversation(Base):
     expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Retention (migration 0006, storage/retention.py): telemetry received up to
+    # pruned_through_ns was deleted; the current revision's first pruned_calls calls came from it.
+    pruned_through_ns: Mapped[int | None] = mapped_column(Int64, nullable=True)
+    pruned_calls: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pruned_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # why no expectation was found (status unmatched), else NULL; migration 0005
+    unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.
         Index(None, "needs_scoring", "last_span_received_ns"),
         Index(None, "last_span_at"),
+        # Retention's "what is left to prune" (the predicate is storage.retention.PRUNABLE).
+        Index(
+            "ix_conversations_prunable",
+            "last_span_received_ns",
+            sqlite_where=text(PRUNABLE),
+            postgresql_where=text(PRUNABLE),
+        ),
     )
 
 
@@ -155,18 +170,3 @@ conversations: Table = Conversation.__table__  # type: ignore[assignment]
 conversation_traces: Table = ConversationTrace.__table__  # type: ignore[assignment]
 evaluations: Table = Evaluation.__table__  # type: ignore[assignment]
 tool_calls: Table = ToolCallRow.__table__  # type: ignore[assignment]
-
-
-def insert_for(conn: Connection, table: Table) -> Any:
-    """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
-    name = conn.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table)
-    if name == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported dialect {name!r}")
-
-
-def supports_skip_locked(conn: Connection) -> bool:
-    """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
-    return conn.dialect.name == "postgresql"

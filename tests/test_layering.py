@@ -19,21 +19,8 @@ SQL_MODULES = ("sqlalchemy", "alembic", "psycopg")
 
 #: Crossings not yet removed: (module file, imported module).
 PENDING: set[tuple[str, str]] = {
-    ("collector/app.py", "sqlalchemy"),
     ("collector/commands/common.py", "sqlalchemy"),
-    ("collector/commands/conversations.py", "sqlalchemy"),
-    ("collector/commands/export.py", "sqlalchemy"),
     ("collector/commands/refs.py", "sqlalchemy"),
-    ("collector/export/extension.py", "sqlalchemy"),
-    ("collector/export/worker.py", "sqlalchemy"),
-    ("collector/ingest.py", "sqlalchemy"),
-    ("collector/pipeline/assign.py", "sqlalchemy"),
-    ("collector/pipeline/claim.py", "sqlalchemy"),
-    ("collector/pipeline/hook.py", "sqlalchemy"),
-    ("collector/pipeline/score.py", "sqlalchemy"),
-    ("collector/pipeline/worker.py", "sqlalchemy"),
-    ("collector/report/data.py", "sqlalchemy"),
-    ("storage/expectations.py", "toolscore.collector.conversation_keys"),
 }
 
 

@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.commands._table import (
@@ -25,11 +25,17 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_migrated_database
-from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
+from toolscore.collector.configuration import add_options
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from toolscore.storage.database import Connection, Engine
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -58,13 +64,7 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
-    show.add_argument(
-        "--handoffs",
-        choices=HANDOFF_CHOICES,
-        default=None,
-        help="rebuild the messages with handoffs to other agents (transfer_to_* calls) included or "
-        f"excluded, as serve --handoffs scored them (env {ENV_HANDOFFS}; default include)",
-    )
+    add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
@@ -83,6 +83,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def _why_unmatched(row: Mapping[Any, Any]) -> str | None:
+    """Why the last scoring found no expectation (shown while the status is unmatched)."""
+    return row["unmatched_reason"] if row["status"] == "unmatched" else None
+
+
 def _expectation_label(row: Mapping[Any, Any]) -> str:
     if row["expectation_id"] is None:
         return "-"
@@ -93,9 +98,7 @@ def _expectation_label(row: Mapping[Any, Any]) -> str:
 
 
 def _conversations(args: argparse.Namespace) -> int:
-    from sqlalchemy import select
-
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage import conversations as repo
 
     if args.limit < 1:
         _error("--limit must be at least 1")
@@ -105,38 +108,20 @@ def _conversations(args: argparse.Namespace) -> int:
         return 1
     try:
         with engine.connect() as conn:
-            stmt = select(conversations).order_by(
-                conversations.c.last_span_at.desc(), conversations.c.id
-            )
-            if args.status is not None:
-                stmt = stmt.where(conversations.c.status == args.status)
-            rows = list(conn.execute(stmt.limit(args.limit)).mappings())
-            ids = [r["id"] for r in rows]
-            scores = (
-                conn.execute(
-                    select(
-                        evaluations.c.conversation_id,
-                        evaluations.c.metric,
-                        evaluations.c.score,
-                        evaluations.c.error,
-                    )
-                    .where(
-                        evaluations.c.conversation_id.in_(ids), evaluations.c.is_current.is_(True)
-                    )
-                    .order_by(evaluations.c.id)
-                ).all()
-                if ids
-                else []
-            )
+            rows = repo.recent(conn, limit=args.limit, status=args.status)
+            scores = repo.current_scores(conn, [r["id"] for r in rows])
     finally:
         engine.dispose()
 
     metrics: list[str] = []  # in the order they were written: the scoring config's order
     by_conversation: dict[str, dict[str, tuple[float | None, str | None]]] = {}
-    for cid, metric, score, error in scores:
-        if metric not in metrics:
-            metrics.append(metric)
-        by_conversation.setdefault(cid, {})[metric] = (score, error)
+    for found in scores:
+        if found.metric not in metrics:
+            metrics.append(found.metric)
+        by_conversation.setdefault(found.conversation_id, {})[found.metric] = (
+            found.score,
+            found.error,
+        )
 
     if args.json:
         out = [
@@ -150,6 +135,7 @@ def _conversations(args: argparse.Namespace) -> int:
                 "expectation_id": r["expectation_id"],
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
+                "unmatched_reason": _why_unmatched(r),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -176,6 +162,12 @@ def _conversations(args: argparse.Namespace) -> int:
         for r in rows
     ]
     headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
+    if any(_why_unmatched(r) for r in rows):  # the reason last: it is the widest column
+        headers.append("WHY UNMATCHED")
+        for line, r in zip(table, rows, strict=True):
+            line.append(_why_unmatched(r) or "")
+        print(render_table(headers, table, max_width=100))  # the whole of it: `show` has it all
+        return 0
     print(render_table(headers, table))
     return 0
 
@@ -184,10 +176,7 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    handoffs = args.handoffs or os.environ.get(ENV_HANDOFFS, "").strip().lower() or "include"
-    if handoffs not in HANDOFF_CHOICES:
-        _error(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
-        return 2
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
     if engine is None:
         return 1
@@ -198,7 +187,7 @@ def _show(args: argparse.Namespace) -> int:
                 args.conversation,
                 revision=args.revision,
                 messages=not args.no_messages,
-                handoffs=handoffs == "include",
+                control_calls=control,
             )
     finally:
         engine.dispose()
@@ -221,46 +210,17 @@ def _load(
     *,
     revision: int | None,
     messages: bool,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
-    from sqlalchemy import func, select
-
+    from toolscore.storage import conversations as repo
     from toolscore.storage.expectations import get_version
-    from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
-    row = (
-        conn.execute(select(conversations).where(conversations.c.id == conversation_id))
-        .mappings()
-        .first()
-    )
+    row = repo.conversation(conn, conversation_id)
     if row is None:
         return None
-    calls_revision: Any = revision
-    if revision is None:
-        calls_revision = (
-            select(func.max(tool_calls.c.revision))
-            .where(tool_calls.c.conversation_id == conversation_id)
-            .scalar_subquery()
-        )
-    calls = conn.execute(
-        select(tool_calls)
-        .where(tool_calls.c.conversation_id == conversation_id)
-        .where(tool_calls.c.revision == calls_revision)
-        .order_by(tool_calls.c.position)
-    ).mappings()
-    which = (
-        evaluations.c.is_current.is_(True)
-        if revision is None
-        else evaluations.c.revision == revision
-    )
-    evals = list(
-        conn.execute(
-            select(evaluations)
-            .where(evaluations.c.conversation_id == conversation_id, which)
-            .order_by(evaluations.c.id)
-        ).mappings()
-    )
+    calls = repo.revision_calls(conn, conversation_id, revision)
+    evals = repo.revision_evaluations(conn, conversation_id, revision)
     # The expectation version the shown scores used (an earlier revision may have used another).
     expectation: tuple[Any, Any] = (row["expectation_id"], row["expectation_version"])
     if evals:
@@ -315,31 +275,23 @@ def _load(
         ],
     }
     if messages:
-        data["messages"] = _messages(conn, conversation_id, handoffs=handoffs)
+        data["messages"] = _messages(conn, conversation_id, control_calls=control_calls)
     return data
 
 
 def _messages(
-    conn: Connection, conversation_id: str, *, handoffs: bool = True
+    conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
-    from sqlalchemy import select
-
     from toolscore.collector.reconstruct import reconstruct
-    from toolscore.storage.pipeline import conversation_traces
+    from toolscore.storage.conversations import trace_ids as traces_of
     from toolscore.storage.telemetry import load_logs, load_spans
 
-    trace_ids = list(
-        conn.execute(
-            select(conversation_traces.c.trace_id).where(
-                conversation_traces.c.conversation_id == conversation_id
-            )
-        ).scalars()
-    )
+    trace_ids = traces_of(conn, conversation_id)
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), handoffs=handoffs)
+    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
     return [dict(m) for m in rebuilt.messages]
 
 
@@ -382,16 +334,25 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  first message   {clip(conv['first_user_message'], 90)}")
     if conv.get("error"):
         lines.append(f"  error           {conv['error']}")
+    if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
+        lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
+    pruned = conv.get("pruned_through_ns") is not None
+    if pruned:
+        when = dt_from_ns(conv["pruned_through_ns"])
+        lines.append(f"  spans pruned    received up to {format_time(when)} (span retention)")
     messages = data.get("messages")
     if messages is not None:
-        lines += ["", f"messages ({len(messages)}):"]
+        title = "messages received after the pruning" if pruned else "messages"
+        lines += ["", f"{title} ({len(messages)}):"]
         for message in messages:
             kind = str(message.get("type", "?"))
             content = clip(str(message.get("content") or ""), 90)
             lines.append(f"  {kind:6} {content}".rstrip())
             for call in message.get("tool_calls") or ():
                 lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    elif "messages" in data and pruned:
+        lines += ["", "messages: pruned (span retention deleted the spans; calls and scores kept)"]
     elif "messages" in data:
         lines += ["", "messages: (no spans stored for this conversation)"]
 
@@ -447,6 +408,10 @@ def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
     reasons: Sequence[Any] = details.get("reasons") or ()
     lines.extend(f"    - {reason}" for reason in reasons)
     return lines
+
+
+def dt_from_ns(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
 def _parse(value: str | None) -> datetime | None:

@@ -68,21 +68,14 @@ def iter_rows(
     conn: Any, *, since: dt.date | None, expectation: str | None, current_only: bool
 ) -> Iterator[dict[str, Any]]:
     """Evaluations in id order, as JSON-able dicts with the FIELDS keys."""
-    from sqlalchemy import select
-
     from toolscore.collector.export.attributes import pass_label, threshold_for
+    from toolscore.storage.evaluations import history
     from toolscore.storage.exports import load_thresholds
-    from toolscore.storage.pipeline import evaluations as e
 
     thresholds = load_thresholds(conn)
-    query = select(e).order_by(e.c.id)
-    if since is not None:
-        query = query.where(e.c.created_at >= dt.datetime.combine(since, dt.time(), dt.UTC))
-    if expectation:
-        query = query.where(e.c.expectation_id == expectation)
-    if current_only:
-        query = query.where(e.c.is_current.is_(True))
-    for r in conn.execution_options(yield_per=1000).execute(query).mappings():
+    start = dt.datetime.combine(since, dt.time(), dt.UTC) if since is not None else None
+    rows = history(conn, since=start, expectation_id=expectation, current_only=current_only)
+    for r in rows:
         threshold = threshold_for(r["metric"], r["metric_type"], thresholds)
         row = {k: r[k] for k in FIELDS if k in r}
         row["is_current"] = bool(r["is_current"])

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
 from prometheus_client import Counter
-from sqlalchemy import Engine
 
 from toolscore.collector.app import AppContext, Component, Extension, ExtensionFactory
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.collector.export.worker import ExportWorker, PassResult, ThresholdWriter
+from toolscore.storage.database import Engine
 
-log = logging.getLogger(__name__)
 
 def export_extension(
     settings: ExportSettings | None,
@@ -24,14 +22,11 @@ def export_extension(
         components: list[Component] = []
         if thresholds:  # stored first, so the first export pass already labels with them
             components.append(ThresholdWriter(ctx.engine, thresholds))
-        if settings is None:
-            log.info("write-back off (no --export-endpoint / TOOLSCORE_EXPORT_ENDPOINT)")
+        if settings is None:  # said on the start-up line: "write-back off"
             return Extension(components=components)
-        log.info(
-            "write-back on: evaluations to %s and %s (%s)",
-            settings.traces_endpoint,
-            settings.logs_endpoint,
-            settings.protocol,
+        on = (
+            f"write-back on: evaluations to {settings.traces_endpoint} and "
+            f"{settings.logs_endpoint} ({settings.protocol})"
         )
         counter = Counter(
             "toolscore_export_evaluations",
@@ -48,7 +43,7 @@ def export_extension(
         worker.on_pass = observe
         ctx.evaluations_written.subscribe(worker.notify)  # woken by the pipeline, not the timer
         components.append(worker)
-        return Extension(components=components)
+        return Extension(components=components, summary={"write-back": on})
 
     return build
 

@@ -20,11 +20,10 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
-
 from toolscore.collector.export.otlp import EvaluationEmitter
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.storage import exports
+from toolscore.storage.database import Engine
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection
-
 from toolscore.collector.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
@@ -40,6 +38,7 @@ from toolscore.storage.assignments import (
     move_traces,
     upsert_conversations,
 )
+from toolscore.storage.database import Connection
 
 
 @dataclass(frozen=True, slots=True)

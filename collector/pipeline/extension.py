@@ -57,7 +57,11 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         process = None
         if options.separate_process:
             process = ScoringProcess(
-                ctx.settings.db_url, ctx.settings.config_path, options.include_handoffs
+                ctx.settings.db_url,
+                ctx.settings.config_path,
+                options.control_calls,
+                log_level=ctx.settings.log_level,
+                log_format=ctx.settings.log_format,
             )
         written = ctx.evaluations_written
 
@@ -78,7 +82,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 timing=timing,
                 observer=observe,
                 process=process,
-                include_handoffs=options.include_handoffs,
+                control_calls=options.control_calls,
                 limits=limits,
             )
             for _ in range(processes if process is not None else 1)
@@ -94,6 +98,13 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         )
         hook = ConversationHook(assign, timing, notify=notify)
         keys = (*assign.conversation_keys, assign.reference_key)
-        return Extension(hooks=[hook], components=workers, key_attributes=keys)
+        where = (
+            f"scoring in {len(workers)} process{'es' if len(workers) > 1 else ''}"
+            if process is not None
+            else "scoring in the server process"
+        )
+        return Extension(
+            hooks=[hook], components=workers, key_attributes=keys, summary={"scoring": where}
+        )
 
     return build

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Connection
-
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import Timing
+from toolscore.storage.database import Connection
 
 
 class ConversationHook:

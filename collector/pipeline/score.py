@@ -16,33 +16,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, Engine, bindparam, case, false, null, select, true
-
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.pipeline.carry import after_pruning
 from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
-from toolscore.storage.dialect import bulk_insert
+from toolscore.storage import retention
+from toolscore.storage.conversations import ScoringHead, heads_and_traces
+from toolscore.storage.database import Connection, Engine
+from toolscore.storage.evaluations import Revision, write_revisions
 from toolscore.storage.expectations import (
     ExpectationRow,
     find_by_conversation_id,
     find_by_id,
     find_by_user_input,
 )
-from toolscore.storage.pipeline import (
-    STATUS_ERROR,
-    STATUS_SCORED,
-    STATUS_UNMATCHED,
-    conversation_traces,
-    conversations,
-    evaluations,
-    supports_skip_locked,
-    tool_calls,
-)
+from toolscore.storage.pipeline import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
+from toolscore.storage.retention import Carried
 from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.telemetry import load_logs, load_spans
-
-_CHUNK = 500
+from toolscore.storage.unmatched import unmatched_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,20 +51,11 @@ class ScoreOutcome:
     expectation_version: int | None = None
     scores: Mapping[str, float | None] = field(default_factory=dict)  # metric instance -> score
     error: str | None = None
+    unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
 
 
-@dataclass(frozen=True, slots=True)
-class _Computed:
-    conversation_id: str
-    status: str
-    trace_id: str
-    root_span_id: str | None
-    first_user_message: str | None = None
-    expectation_id: str | None = None
-    expectation_version: int | None = None
-    evaluations: tuple[dict[str, Any], ...] = ()
-    calls: tuple[dict[str, Any], ...] = ()
-    error: str | None = None
+# The result of ``compute``, written by ``write`` (storage.evaluations).
+_Computed = Revision
 
 
 def _count_reference(reference: Sequence[Any] | None) -> int:
@@ -147,6 +133,19 @@ class _Matcher:
             self._by_text[norm] = find_by_user_input(self._conn, norm)
         return self._by_text[norm]
 
+    def why_not(
+        self, reference_id: str | None, conversation_id: str, first_user_message: str | None
+    ) -> str:
+        """Why :meth:`match` found nothing (``storage.unmatched``)."""
+        norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
+        why = unmatched_reason(
+            self._conn,
+            reference_id=reference_id,
+            conversation_id=conversation_id,
+            normalized_message=norm or None,
+        )
+        return storable_text(why)
+
 
 def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
     """``tool_calls`` rows the database can hold (``toolscore.storage.storable``); each value
@@ -222,28 +221,30 @@ def _unread_reason(unread: Sequence[str]) -> str:
 
 def _compute_one(
     matcher: _Matcher,
-    row: Mapping[str, Any],
+    row: ScoringHead,
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
+    carried: Carried | None = None,
 ) -> _Computed:
-    base = {
-        "conversation_id": row["id"],
-        "trace_id": row["last_trace_id"],
-        "root_span_id": row["root_span_id"],
+    base: dict[str, Any] = {
+        "conversation_id": row.id,
+        "trace_id": row.last_trace_id,
+        "root_span_id": row.root_span_id,
     }
     try:
-        rec = reconstruct(spans, logs, handoffs=handoffs)
+        rec = reconstruct(spans, logs, control_calls=control_calls)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         reason = storable_text(f"reconstruction failed: {exc!r}")
         return _Computed(status=STATUS_ERROR, error=reason, **base)
+    messages, kept, rec = after_pruning(rec, carried)
     notes: list[str] = []
-    calls = _call_rows(rec.tool_calls, notes)
+    calls = kept + _call_rows(rec.tool_calls, notes)
     first = _text_or_none(rec.first_user_message)
     if first is not rec.first_user_message:
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
-    expectation = matcher.match(row["reference_id"], row["id"], rec.first_user_message)
+    expectation = matcher.match(row.reference_id, row.id, rec.first_user_message)
     common: dict[str, Any] = {"first_user_message": first, "calls": calls, **base}
     matched: dict[str, Any] = {}
     if expectation is not None:
@@ -252,9 +253,10 @@ def _compute_one(
         reason = storable_text(_unread_reason(rec.unread))
         return _Computed(status=STATUS_ERROR, error=reason, **matched, **common)
     if expectation is None:
-        return _Computed(status=STATUS_UNMATCHED, **common)
+        why = matcher.why_not(row.reference_id, row.id, rec.first_user_message)
+        return _Computed(status=STATUS_UNMATCHED, unmatched_reason=why, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
-    rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
+    rows, error = _evaluate(config, names, messages, expectation.reference_tool_calls)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),
@@ -269,71 +271,45 @@ def compute(
     ids: Sequence[str],
     config: ScoringConfig,
     *,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
-    """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
-    leaves handoffs to other agents out of the calls
-    (:func:`toolscore.collector.reconstruct.reconstruct`). Conversations in ``refuse`` (id ->
-    reason) are not loaded: they get status ``error`` with that reason."""
-    c, ct = conversations.c, conversation_traces.c
+    """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
+    which framework control calls count (:func:`toolscore.collector.reconstruct.reconstruct`).
+    Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
+    that reason."""
     refuse = refuse or {}
-    rows: list[Mapping[str, Any]] = []
-    trace_conv: dict[str, str] = {}
-    for i in range(0, len(ids), _CHUNK):
-        chunk = ids[i : i + _CHUNK]
-        rows.extend(
-            dict(m)
-            for m in conn.execute(
-                select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(chunk))
-            ).mappings()
-        )
-        loaded = [conv_id for conv_id in chunk if conv_id not in refuse]
-        for trace_id, conv_id in conn.execute(
-            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(loaded))
-        ):
-            trace_conv[trace_id] = conv_id
+    rows, trace_conv = heads_and_traces(conn, ids, without_traces=refuse)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     logs: dict[str, list[LogRecordData]] = defaultdict(list)
     trace_ids = sorted(trace_conv)
-    for span in load_spans(conn, trace_ids):
+    # Pruned conversations: only telemetry that arrived after the pruning is read.
+    pruned = retention.carried(conn, [r.id for r in rows if r.id not in refuse])
+    after = {t: pruned[cid].through_ns for t, cid in trace_conv.items() if cid in pruned}
+    for span in load_spans(conn, trace_ids, after):
         spans[trace_conv[span.trace_id]].append(span)
-    for log in load_logs(conn, trace_ids):
+    for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
     matcher = _Matcher(conn)
     return [
-        _refused(r, refuse[r["id"]])
-        if r["id"] in refuse
-        else _compute_one(matcher, r, spans[r["id"]], logs[r["id"]], config, handoffs)
+        _refused(r, refuse[r.id])
+        if r.id in refuse
+        else _compute_one(
+            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
+        )
         for r in rows
     ]
 
 
-def _refused(row: Mapping[str, Any], reason: str) -> _Computed:
+def _refused(row: ScoringHead, reason: str) -> _Computed:
     return _Computed(
-        conversation_id=row["id"],
+        conversation_id=row.id,
         status=STATUS_ERROR,
-        trace_id=row["last_trace_id"],
-        root_span_id=row["root_span_id"],
+        trace_id=row.last_trace_id,
+        root_span_id=row.root_span_id,
         error=storable_text(reason),
     )
-
-
-def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
-    """Lock the conversations about to get a revision (those still claimed by ``claimed_by``)
-    and read their current revisions."""
-    c = conversations.c
-    owner = c.claimed_by == claimed_by if claimed_by is not None else true()
-    if supports_skip_locked(conn):
-        # PostgreSQL: a row lock that writes no new row version (with autovacuum slow or off,
-        # every extra version of a hot row slows the claim queries down).
-        pick = select(c.id, c.revision).where(c.id.in_(ids), owner).with_for_update()
-        return {i: r for i, r in conn.execute(pick)}
-    # SQLite: the first statement is a write, so the transaction takes the write lock before
-    # anything is read (a read first could be upgraded too late and fail with SQLITE_BUSY).
-    lock = conversations.update().where(c.id.in_(ids), owner).values(revision=c.revision)
-    return {i: r for i, r in conn.execute(lock.returning(c.id, c.revision))}
 
 
 def write(
@@ -350,90 +326,21 @@ def write(
     whose lease expired was taken over: the other worker's result wins) and the claim is
     released; ``needs_scoring`` stays true when a span arrived after ``seen_ns`` was read.
     """
-    if not computed:
-        return []
-    c = conversations.c
-    ids = [x.conversation_id for x in computed]
-    owned = _lock_owned(conn, ids, claimed_by)
-    todo = [x for x in computed if x.conversation_id in owned]
-    if not todo:
-        return []
-    todo_ids = [x.conversation_id for x in todo]
-    conn.execute(
-        evaluations.update()
-        .where(evaluations.c.conversation_id.in_(todo_ids), evaluations.c.is_current == true())
-        .values(is_current=false())
-    )
-    eval_rows, call_rows, conv_rows = [], [], []
-    outcomes = []
-    for x in todo:
-        rev = owned[x.conversation_id] + 1
-        for e in x.evaluations:
-            eval_rows.append(
-                {
-                    **e,
-                    "conversation_id": x.conversation_id,
-                    "revision": rev,
-                    "is_current": True,
-                    "trace_id": x.trace_id,
-                    "root_span_id": x.root_span_id,
-                    "expectation_id": x.expectation_id,
-                    "expectation_version": x.expectation_version,
-                    "created_at": now,
-                }
-            )
-        call_rows += [{**k, "conversation_id": x.conversation_id, "revision": rev} for k in x.calls]
-        seen = (seen_ns or {}).get(x.conversation_id)
-        conv_rows.append(
-            {
-                "b_id": x.conversation_id,
-                "b_status": x.status,
-                "b_revision": rev,
-                "b_scored_at": now,
-                "b_expectation_id": x.expectation_id,
-                "b_expectation_version": x.expectation_version,
-                "b_first_user_message": x.first_user_message,
-                "b_error": x.error,
-                "b_seen": seen if seen is not None else -1,
-                "b_release": seen is not None,
-            }
+    written = write_revisions(conn, computed, now=now, claimed_by=claimed_by, seen_ns=seen_ns)
+    return [
+        ScoreOutcome(
+            conversation_id=x.conversation_id,
+            status=x.status,
+            revision=written[x.conversation_id],
+            expectation_id=x.expectation_id,
+            expectation_version=x.expectation_version,
+            scores={e["metric"]: e["score"] for e in x.evaluations},
+            error=x.error,
+            unmatched_reason=x.unmatched_reason,
         )
-        outcomes.append(
-            ScoreOutcome(
-                conversation_id=x.conversation_id,
-                status=x.status,
-                revision=rev,
-                expectation_id=x.expectation_id,
-                expectation_version=x.expectation_version,
-                scores={e["metric"]: e["score"] for e in x.evaluations},
-                error=x.error,
-            )
-        )
-    bulk_insert(conn, evaluations, eval_rows)
-    bulk_insert(conn, tool_calls, call_rows)
-    release = bindparam("b_release", type_=Boolean())
-    conn.execute(
-        conversations.update()
-        .where(c.id == bindparam("b_id"))
-        .values(
-            status=bindparam("b_status"),
-            revision=bindparam("b_revision"),
-            scored_at=bindparam("b_scored_at"),
-            expectation_id=bindparam("b_expectation_id"),
-            expectation_version=bindparam("b_expectation_version"),
-            first_user_message=bindparam("b_first_user_message"),
-            error=bindparam("b_error"),
-            claimed_by=case((release, null()), else_=c.claimed_by),
-            claimed_until=case((release, null()), else_=c.claimed_until),
-            # A span that arrived while we scored keeps the conversation pending.
-            needs_scoring=case(
-                (release, c.last_span_received_ns != bindparam("b_seen")),
-                else_=c.needs_scoring,
-            ),
-        ),
-        conv_rows,
-    )
-    return outcomes
+        for x in computed
+        if x.conversation_id in written
+    ]
 
 
 def score_conversation(

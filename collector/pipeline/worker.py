@@ -38,8 +38,8 @@ from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, Th
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine
-
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import (
     NS,
     Claimed,
@@ -50,6 +50,7 @@ from toolscore.collector.pipeline.claim import (
 )
 from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
+from toolscore.storage.database import Engine
 from toolscore.storage.leases import renew_leases, span_counts
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class RoundResult:
     latencies: tuple[float, ...] = ()  # seconds from its last span to its rows, likewise
     # Claimed but left for :meth:`RoundRunner.score_big` (still claimed: renew their leases).
     big: tuple[Claimed, ...] = ()
+    ids: tuple[str, ...] = ()  # the written conversations, likewise
+    reasons: tuple[str | None, ...] = ()  # why unmatched / the error, likewise
 
 
 @dataclass(slots=True)
@@ -110,11 +113,11 @@ class RoundRunner:
         batch_size: int,
         worker_id: str,
         clock_ns: Callable[[], int] = time.time_ns,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.engine = engine
-        self.include_handoffs = include_handoffs
+        self.control_calls = control_calls
         self.limits = limits
         self.config = config
         self.timing = timing
@@ -174,7 +177,7 @@ class RoundRunner:
                 conn,
                 [c.conversation_id for c in claimed],
                 self.config,
-                handoffs=self.include_handoffs,
+                control_calls=self.control_calls,
                 refuse=refuse,
             )
             conn.rollback()
@@ -188,6 +191,8 @@ class RoundRunner:
             None,
             tuple(o.status for o in outcomes),
             tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
+            ids=tuple(o.conversation_id for o in outcomes),
+            reasons=tuple(o.unmatched_reason or o.error for o in outcomes),
         )
 
     def renew(self, conversation_ids: Sequence[str]) -> list[str]:
@@ -209,7 +214,9 @@ class ScoringProcess:
 
     db_url: str
     config_path: Path | None = None
-    include_handoffs: bool = True
+    control_calls: ControlCalls = DEFAULT_CONTROL
+    log_level: str = "INFO"  # the child logs like the server (a spawned process starts bare)
+    log_format: str = "text"
 
 
 _child_runner: RoundRunner | None = None
@@ -230,9 +237,11 @@ def _child_init(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # A server killed with SIGKILL cannot shut the pool down: exit when orphaned.
     threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
+    from toolscore.collector.logformat import configure as configure_logging
     from toolscore.scorer import default_config, load_config
     from toolscore.storage.engine import create_engine
 
+    configure_logging(spec.log_level, spec.log_format)
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
     _child_runner = RoundRunner(
@@ -241,7 +250,7 @@ def _child_init(
         timing=timing,
         batch_size=batch_size,
         worker_id=worker_id,
-        include_handoffs=spec.include_handoffs,
+        control_calls=spec.control_calls,
         limits=limits,
     )
 
@@ -271,6 +280,25 @@ def _child_big(claimed: Claimed) -> RoundResult:
     return _child_runner.score_big(claimed)
 
 
+def _log_outcomes(result: RoundResult) -> None:
+    """One DEBUG line per conversation written (in the server process, whichever scored it)."""
+    for cid, status, latency, reason in zip(
+        result.ids, result.statuses, result.latencies, result.reasons, strict=True
+    ):
+        fields = {"conversation_id": cid, "status": status, "latency_s": round(latency, 3)}
+        if reason:
+            fields["reason"] = reason
+        why = f": {reason}" if reason else ""
+        log.debug(
+            "conversation %s %s, %.2f s after its last span%s",
+            cid,
+            status,
+            latency,
+            why,
+            extra=fields,
+        )
+
+
 class PipelineWorker:
     """Claims and scores conversations until stopped (a ``toolscore.collector.app.Component``)."""
 
@@ -286,7 +314,7 @@ class PipelineWorker:
         clock_ns: Callable[[], int] = time.time_ns,
         observer: Observer | None = None,
         process: ScoringProcess | None = None,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timing = timing or Timing()
@@ -301,7 +329,7 @@ class PipelineWorker:
             batch_size=batch_size,
             worker_id=self.worker_id,
             clock_ns=clock_ns,
-            include_handoffs=include_handoffs,
+            control_calls=control_calls,
             limits=limits,
         )
         self._process = process
@@ -440,6 +468,8 @@ class PipelineWorker:
 
     def _record(self, result: RoundResult) -> None:
         self.stats.record(result)
+        if log.isEnabledFor(logging.DEBUG):
+            _log_outcomes(result)
         if self._observer is not None and result.statuses:
             self._observer(result.statuses, result.latencies)
 

@@ -1,4 +1,4 @@
-"""What a report shows, read from the SQL views so that it agrees with them by construction."""
+"""What a report shows, read from the SQL views (``storage.reports``): it agrees with them."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, text
-
 from toolscore.collector.export.attributes import explanation
-from toolscore.storage.pipeline import evaluations
+from toolscore.storage.database import Connection
+from toolscore.storage.reports import daily_scores, worst_scores
 
 WORST_LIMIT = 10
 
@@ -91,10 +90,6 @@ def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
     return sum(float(v) * n for v, n in pairs if v is not None) / total
 
 
-def _float(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
-
-
 def load_report(
     conn: Connection,
     since: dt.date,
@@ -104,63 +99,25 @@ def load_report(
     worst_limit: int = WORST_LIMIT,
 ) -> Report:
     """The report for conversations whose (UTC) day is within ``since``..``until`` inclusive."""
-    params = {"since": since.isoformat(), "until": until.isoformat(), "exp": expectation_id}
-    exp_filter = "AND expectation_id = :exp" if expectation_id else ""
-    rows = conn.execute(
-        text(
-            "SELECT day, expectation_id, metric, evaluations, scored, mean_score, p10, p50, p90,"
-            " pass_rate FROM daily_scores WHERE day >= :since AND day <= :until "
-            f"{exp_filter} ORDER BY expectation_id, metric, day"
-        ),
-        params,
-    ).mappings()
     grouped: dict[tuple[str, str], list[DailyPoint]] = {}
-    for r in rows:
-        grouped.setdefault((r["expectation_id"], r["metric"]), []).append(
-            DailyPoint(
-                day=str(r["day"]),
-                evaluations=int(r["evaluations"]),
-                scored=int(r["scored"]),
-                mean=_float(r["mean_score"]),
-                p10=_float(r["p10"]),
-                p50=_float(r["p50"]),
-                p90=_float(r["p90"]),
-                pass_rate=_float(r["pass_rate"]),
-            )
+    for r in daily_scores(conn, since, until, expectation_id):
+        grouped.setdefault((r.expectation_id, r.metric), []).append(
+            DailyPoint(r.day, r.evaluations, r.scored, r.mean, r.p10, r.p50, r.p90, r.pass_rate)
         )
     series = tuple(Series(e, m, tuple(points)) for (e, m), points in grouped.items())
-    worst_rows = conn.execute(
-        text(
-            "SELECT cs.conversation_id, cs.expectation_id, cs.metric, cs.score, cs.passed,"
-            " cs.day, cs.trace_id, cs.error, cs.predicted_count, cs.expected_count, e.details"
-            " FROM current_scores cs JOIN evaluations e ON e.id = cs.evaluation_id"
-            " WHERE cs.day >= :since AND cs.day <= :until"
-            f" {exp_filter.replace('expectation_id', 'cs.expectation_id')}"
-            " AND (cs.score IS NULL OR cs.passed = 0)"
-            " ORDER BY CASE WHEN cs.score IS NULL THEN 0 ELSE 1 END, cs.score, cs.day DESC,"
-            " cs.conversation_id, cs.metric LIMIT :limit"
-        ),
-        {**params, "limit": worst_limit},
-    ).mappings()
-    # text() leaves JSON as the driver returns it (a string on SQLite): decode it like the column
-    decode = evaluations.c.details.type.result_processor(conn.dialect, None)
     worst = tuple(
         WorstConversation(
-            conversation_id=r["conversation_id"],
-            expectation_id=r["expectation_id"],
-            metric=r["metric"],
-            score=_float(r["score"]),
-            passed=None if r["passed"] is None else bool(r["passed"]),
-            day=str(r["day"]),
-            trace_id=r["trace_id"],
+            conversation_id=r.conversation_id,
+            expectation_id=r.expectation_id,
+            metric=r.metric,
+            score=r.score,
+            passed=r.passed,
+            day=r.day,
+            trace_id=r.trace_id,
             explanation=explanation(
-                _float(r["score"]),
-                r["error"],
-                decode(r["details"]) if decode else r["details"],
-                r["predicted_count"],
-                r["expected_count"],
+                r.score, r.error, r.details, r.predicted_count, r.expected_count
             ),
         )
-        for r in worst_rows
+        for r in worst_scores(conn, since, until, expectation_id, limit=worst_limit)
     )
     return Report(since=since, until=until, series=series, worst=worst)

@@ -1,0 +1,125 @@
+"""The conversations repository: reading conversations, their traces, calls and scores."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+
+_CHUNK = 500  # bound on IN (...) list sizes
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringHead:
+    """What scoring needs to know of a conversation besides its telemetry."""
+
+    id: str
+    last_trace_id: str
+    root_span_id: str | None
+    reference_id: str | None
+
+
+def heads_and_traces(
+    conn: Connection, ids: Sequence[str], *, without_traces: Collection[str] = ()
+) -> tuple[list[ScoringHead], dict[str, str]]:
+    """The conversations of ``ids`` that exist (in chunk order) and trace id -> conversation id
+    of their traces, leaving out the traces of conversations in ``without_traces``."""
+    c, ct = conversations.c, conversation_traces.c
+    heads: list[ScoringHead] = []
+    trace_conv: dict[str, str] = {}
+    for i in range(0, len(ids), _CHUNK):
+        chunk = ids[i : i + _CHUNK]
+        heads.extend(
+            ScoringHead(*row)
+            for row in conn.execute(
+                select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(chunk))
+            )
+        )
+        loaded = [conv_id for conv_id in chunk if conv_id not in without_traces]
+        for trace_id, conv_id in conn.execute(
+            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(loaded))
+        ):
+            trace_conv[trace_id] = conv_id
+    return heads, trace_conv
+
+
+# --- what the read-only commands show (``toolscore conversations``, ``show``) -----------------
+# Whole rows cross as plain dicts of every column: the commands print them all (``--json``).
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentScore:
+    conversation_id: str
+    metric: str
+    score: float | None
+    error: str | None
+
+
+def recent(conn: Connection, *, limit: int, status: str | None = None) -> list[dict[str, Any]]:
+    """The ``limit`` conversations active most recently (optionally only those in ``status``)."""
+    c = conversations.c
+    stmt = select(conversations).order_by(c.last_span_at.desc(), c.id)
+    if status is not None:
+        stmt = stmt.where(c.status == status)
+    return [dict(r) for r in conn.execute(stmt.limit(limit)).mappings()]
+
+
+def current_scores(conn: Connection, conversation_ids: Sequence[str]) -> list[CurrentScore]:
+    """The current evaluations' scores of the conversations, in the order they were written."""
+    if not conversation_ids:
+        return []
+    e = evaluations.c
+    rows = conn.execute(
+        select(e.conversation_id, e.metric, e.score, e.error)
+        .where(e.conversation_id.in_(conversation_ids), e.is_current.is_(True))
+        .order_by(e.id)
+    )
+    return [CurrentScore(*r) for r in rows]
+
+
+def conversation(conn: Connection, conversation_id: str) -> dict[str, Any] | None:
+    """The conversation's row (every column), or None."""
+    row = (
+        conn.execute(select(conversations).where(conversations.c.id == conversation_id))
+        .mappings()
+        .first()
+    )
+    return None if row is None else dict(row)
+
+
+def revision_calls(
+    conn: Connection, conversation_id: str, revision: int | None
+) -> list[dict[str, Any]]:
+    """The ``tool_calls`` rows of a revision (``None``: the newest with calls), by position."""
+    t = tool_calls.c
+    which: Any = revision
+    if revision is None:
+        which = select(func.max(t.revision)).where(t.conversation_id == conversation_id)
+        which = which.scalar_subquery()
+    stmt = (
+        select(tool_calls)
+        .where(t.conversation_id == conversation_id, t.revision == which)
+        .order_by(t.position)
+    )
+    return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def revision_evaluations(
+    conn: Connection, conversation_id: str, revision: int | None
+) -> list[dict[str, Any]]:
+    """The ``evaluations`` rows of a revision (``None``: the current ones), in written order."""
+    e = evaluations.c
+    which = e.is_current.is_(True) if revision is None else e.revision == revision
+    stmt = select(evaluations).where(e.conversation_id == conversation_id, which).order_by(e.id)
+    return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def trace_ids(conn: Connection, conversation_id: str) -> list[str]:
+    """The traces that make up the conversation."""
+    ct = conversation_traces.c
+    stmt = select(ct.trace_id).where(ct.conversation_id == conversation_id)
+    return list(conn.execute(stmt).scalars())

@@ -1,0 +1,176 @@
+"""The evaluations repository: writing a conversation's new revision of its score history.
+
+A revision is written in one short transaction: lock the conversations the caller still owns,
+mark their previous evaluations not current, insert the new ``evaluations`` and ``tool_calls``
+rows (one ``COPY`` each on PostgreSQL: ``storage.dialect.bulk_insert``) and update each
+conversation's status, revision, expectation and claim in one ``executemany``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Boolean, Connection, bindparam, case, false, null, select, true
+
+from toolscore.storage.dialect import bulk_insert, supports_skip_locked
+from toolscore.storage.pipeline import conversations, evaluations, tool_calls
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One conversation's scoring result, ready to be stored as its next revision.
+
+    ``evaluations`` and ``calls`` are rows of ``evaluations`` / ``tool_calls`` without their
+    bookkeeping columns (conversation, revision, expectation, time), all values storable.
+    """
+
+    conversation_id: str
+    status: str
+    trace_id: str
+    root_span_id: str | None
+    first_user_message: str | None = None
+    expectation_id: str | None = None
+    expectation_version: int | None = None
+    evaluations: tuple[dict[str, Any], ...] = ()
+    calls: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
+
+
+def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
+    """Lock the conversations about to get a revision (those still claimed by ``claimed_by``)
+    and read their current revisions."""
+    c = conversations.c
+    owner = c.claimed_by == claimed_by if claimed_by is not None else true()
+    if supports_skip_locked(conn):
+        # PostgreSQL: a row lock that writes no new row version (with autovacuum slow or off,
+        # every extra version of a hot row slows the claim queries down).
+        pick = select(c.id, c.revision).where(c.id.in_(ids), owner).with_for_update()
+        return {i: r for i, r in conn.execute(pick)}
+    # SQLite: the first statement is a write, so the transaction takes the write lock before
+    # anything is read (a read first could be upgraded too late and fail with SQLITE_BUSY).
+    lock = conversations.update().where(c.id.in_(ids), owner).values(revision=c.revision)
+    return {i: r for i, r in conn.execute(lock.returning(c.id, c.revision))}
+
+
+def write_revisions(
+    conn: Connection,
+    revisions: Sequence[Revision],
+    *,
+    now: dt.datetime,
+    claimed_by: str | None = None,
+    seen_ns: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Record a new revision for each conversation, in the caller's transaction; returns the
+    revision number written for each conversation written, in the order of ``revisions``.
+
+    With ``claimed_by``, only conversations still claimed by that worker are written (a claim
+    whose lease expired was taken over: the other worker's result wins) and the claim is
+    released; ``needs_scoring`` stays true when a span arrived after ``seen_ns`` was read.
+    """
+    if not revisions:
+        return {}
+    owned = _lock_owned(conn, [x.conversation_id for x in revisions], claimed_by)
+    todo = [x for x in revisions if x.conversation_id in owned]
+    if not todo:
+        return {}
+    conn.execute(
+        evaluations.update()
+        .where(
+            evaluations.c.conversation_id.in_([x.conversation_id for x in todo]),
+            evaluations.c.is_current == true(),
+        )
+        .values(is_current=false())
+    )
+    written: dict[str, int] = {}
+    eval_rows: list[dict[str, Any]] = []
+    call_rows: list[dict[str, Any]] = []
+    conv_rows: list[dict[str, Any]] = []
+    for x in todo:
+        rev = written[x.conversation_id] = owned[x.conversation_id] + 1
+        keys = {
+            "conversation_id": x.conversation_id,
+            "revision": rev,
+            "is_current": True,
+            "trace_id": x.trace_id,
+            "root_span_id": x.root_span_id,
+            "expectation_id": x.expectation_id,
+            "expectation_version": x.expectation_version,
+            "created_at": now,
+        }
+        eval_rows += [{**e, **keys} for e in x.evaluations]
+        call_rows += [{**k, "conversation_id": x.conversation_id, "revision": rev} for k in x.calls]
+        seen = (seen_ns or {}).get(x.conversation_id)
+        conv_rows.append(_conversation_row(x, rev, now, seen))
+    bulk_insert(conn, evaluations, eval_rows)
+    bulk_insert(conn, tool_calls, call_rows)
+    conn.execute(_UPDATE_CONVERSATION, conv_rows)
+    return written
+
+
+def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None) -> dict[str, Any]:
+    return {
+        "b_id": x.conversation_id,
+        "b_status": x.status,
+        "b_revision": rev,
+        "b_scored_at": now,
+        "b_expectation_id": x.expectation_id,
+        "b_expectation_version": x.expectation_version,
+        "b_first_user_message": x.first_user_message,
+        "b_error": x.error,
+        "b_unmatched_reason": x.unmatched_reason,
+        "b_seen": seen if seen is not None else -1,
+        "b_release": seen is not None,
+    }
+
+
+def _update_conversation() -> Any:
+    c = conversations.c
+    release = bindparam("b_release", type_=Boolean())
+    return (
+        conversations.update()
+        .where(c.id == bindparam("b_id"))
+        .values(
+            status=bindparam("b_status"),
+            revision=bindparam("b_revision"),
+            scored_at=bindparam("b_scored_at"),
+            expectation_id=bindparam("b_expectation_id"),
+            expectation_version=bindparam("b_expectation_version"),
+            first_user_message=bindparam("b_first_user_message"),
+            error=bindparam("b_error"),
+            unmatched_reason=bindparam("b_unmatched_reason"),
+            claimed_by=case((release, null()), else_=c.claimed_by),
+            claimed_until=case((release, null()), else_=c.claimed_until),
+            # A span that arrived while we scored keeps the conversation pending.
+            needs_scoring=case(
+                (release, c.last_span_received_ns != bindparam("b_seen")),
+                else_=c.needs_scoring,
+            ),
+        )
+    )
+
+
+_UPDATE_CONVERSATION = _update_conversation()
+
+
+def history(
+    conn: Connection,
+    *,
+    since: dt.datetime | None = None,
+    expectation_id: str | None = None,
+    current_only: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Evaluation rows (every column) in id order, streamed in batches of 1,000."""
+    e = evaluations.c
+    query = select(evaluations).order_by(e.id)
+    if since is not None:
+        query = query.where(e.created_at >= since)
+    if expectation_id:
+        query = query.where(e.expectation_id == expectation_id)
+    if current_only:
+        query = query.where(e.is_current.is_(True))
+    for row in conn.execution_options(yield_per=1000).execute(query).mappings():
+        yield dict(row)
