@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolscore.collector.decode import DecodeLimits
+from toolscore.collector.failure import Failure
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
@@ -136,7 +137,7 @@ def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-class StartupError(RuntimeError):
+class StartupError(Failure, RuntimeError):
     """The service cannot start (database unreachable, port in use, bad config file...)."""
 
 

@@ -14,7 +14,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 # Order is the order shown in ``toolscore --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -94,7 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return 2
-    handler = args.handler
+    return run(args.handler, args, _command_name(argv))
+
+
+def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str) -> int:
+    """The one place that turns how a command ended into its exit status (docs/cli.md):
+    its return value; a :class:`Failure` (1) or :class:`UsageError` (2, a ``ConfigError``
+    among them) printed as ``toolscore COMMAND: message``; 130 on Ctrl-C; 0 quietly when
+    stdout's reader went away."""
+    from toolscore.collector.failure import Failure
+
     try:
         status: int = handler(args)
         sys.stdout.flush()
@@ -102,7 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
+    except Failure as exc:
+        from toolscore.collector.safe_text import safe_message
+
+        print(safe_message(f"toolscore {name}: {exc}"), file=sys.stderr)
+        return exc.status
     return status
+
+
+def _command_name(argv: Sequence[str]) -> str:
+    """The sub-command (``serve``), for messages."""
+    return argv[0] if argv and not argv[0].startswith("-") else "toolscore"
 
 
 def _reader_went_away() -> int:

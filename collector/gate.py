@@ -3,38 +3,15 @@
 Fed the output rows of ``toolscore score`` (one dict per sample, in order), it keeps per
 instance the count, sum and passes of the scored samples, and, when a JUnit report is asked
 for, one test case per sample and instance. A sample a metric could not score counts as an
-error in the report and is left out of the mean.
+error in the report and is left out of the mean. ``--fail-under`` and ``--pass-threshold``
+values are read by ``configuration.metric_levels``, the parser ``serve --pass-threshold`` uses.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
-
-
-class GateError(ValueError):
-    """A ``--fail-under`` or ``--pass-threshold`` value that cannot be used."""
-
-
-def parse_levels(items: Sequence[str], flag: str, known: Iterable[str]) -> dict[str, float]:
-    """``METRIC=VALUE`` items (VALUE in [0, 1], METRIC a known instance) as a mapping."""
-    names = list(known)
-    out: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        name = name.strip()
-        if not sep or not name or not 0.0 <= number <= 1.0:
-            raise GateError(f"{flag} {item!r}: expected METRIC=VALUE with VALUE in [0, 1]")
-        if name not in names:
-            raise GateError(f"{flag} {item!r}: no metric instance {name!r} ({', '.join(names)})")
-        out[name] = number
-    return out
 
 
 @dataclass(slots=True)

@@ -1,41 +1,36 @@
-"""Settings of ``toolscore serve``: read once (flags > environment > defaults), validated, frozen.
+"""Settings of ``toolscore serve``'s receiver and storage: declared in :data:`OPTIONS`, read once
+(flags > environment > defaults, by :mod:`toolscore.collector.configuration`), validated, frozen.
 
-Every environment variable is a constant here and documented in the README's configuration
-reference. Invalid values raise :class:`SettingsError` with a message naming the flag/variable.
+Every flag, its variable and its default are listed in docs/configuration.md (a test compares
+them with :data:`OPTIONS`). Invalid values raise :class:`ConfigError` naming the flag and the
+variable.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from toolscore.collector.commands.common import DB_ENV, DEFAULT_DB_URL, resolve_db_url
+from toolscore.collector.configuration import (
+    ConfigError,
+    Option,
+    choice,
+    one_word,
+    positive_int,
+    positive_seconds,
+    resolve,
+    resolve_one,
+)
 
-ENV_GRPC = "TOOLSCORE_GRPC"
-ENV_HTTP = "TOOLSCORE_HTTP"
-ENV_CONFIG = "TOOLSCORE_CONFIG"
-ENV_UPGRADE = "TOOLSCORE_UPGRADE"
-ENV_TLS_CERT = "TOOLSCORE_TLS_CERT"
-ENV_TLS_KEY = "TOOLSCORE_TLS_KEY"
-ENV_AUTH_TOKEN = "TOOLSCORE_AUTH_TOKEN"
-ENV_MAX_REQUEST_BYTES = "TOOLSCORE_MAX_REQUEST_BYTES"
-ENV_MAX_ATTRIBUTE_BYTES = "TOOLSCORE_MAX_ATTRIBUTE_BYTES"
-ENV_MAX_QUEUED_SPANS = "TOOLSCORE_MAX_QUEUED_SPANS"
-ENV_MAX_BATCH_SPANS = "TOOLSCORE_MAX_BATCH_SPANS"
-ENV_MAX_CONCURRENT_REQUESTS = "TOOLSCORE_MAX_CONCURRENT_REQUESTS"
-ENV_RETRY_AFTER = "TOOLSCORE_RETRY_AFTER"
-ENV_SHUTDOWN_GRACE = "TOOLSCORE_SHUTDOWN_GRACE"
-ENV_LOG_LEVEL = "TOOLSCORE_LOG_LEVEL"
-ENV_DB_CONNECT_TIMEOUT = "TOOLSCORE_DB_CONNECT_TIMEOUT"
-ENV_DB_STATEMENT_TIMEOUT = "TOOLSCORE_DB_STATEMENT_TIMEOUT"
-ENV_DB_LOCK_TIMEOUT = "TOOLSCORE_DB_LOCK_TIMEOUT"
-ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT = "TOOLSCORE_DB_IDLE_IN_TRANSACTION_TIMEOUT"
-ENV_DB_CALL_DEADLINE = "TOOLSCORE_DB_CALL_DEADLINE"
-ENV_HEALTH_STUCK_AFTER = "TOOLSCORE_HEALTH_STUCK_AFTER"
-ENV_LOG_INTERVAL = "TOOLSCORE_LOG_INTERVAL"
-ENV_LOG_FORMAT = "TOOLSCORE_LOG_FORMAT"
+if TYPE_CHECKING:
+    from toolscore.collector.export.settings import ExportSettings
+    from toolscore.collector.pipeline.options import PipelineOptions
+
+DB_ENV = "TOOLSCORE_DB"
+DEFAULT_DB_URL = "sqlite:///./toolscore.db"
 
 DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
@@ -63,10 +58,6 @@ DEFAULT_LOG_INTERVAL = 60.0  # one activity line per period (silent when idle)
 OFF = "off"
 
 
-class SettingsError(ValueError):
-    """A flag or environment variable has an invalid value."""
-
-
 @dataclass(frozen=True, slots=True)
 class Listen:
     host: str
@@ -75,6 +66,233 @@ class Listen:
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+
+def _listen(text: str) -> Listen | None:
+    """HOST:PORT (``[::1]:4317`` for IPv6); ``off`` disables the listener."""
+    if text.strip().lower() == OFF:
+        return None
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise ValueError("expected HOST:PORT (or 'off')")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError("port must be a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError("port must be between 0 and 65535")
+    return Listen(host, port)
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in LOG_LEVELS:
+        raise ValueError("log level must be DEBUG, INFO, WARNING or ERROR")
+    return text.upper()
+
+
+def _seconds(flag: str, field: str, default: float, help: str) -> Option:
+    return Option(flag, field, help, parse=positive_seconds, default=default, metavar="SECONDS")
+
+
+def _count(flag: str, field: str, default: int, help: str, shown: str | None = None) -> Option:
+    return Option(
+        flag, field, help, parse=positive_int, default=default, metavar="N", shown_default=shown
+    )
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DB = Option(
+    "--db",
+    "db_url",
+    "database URL, e.g. sqlite:///./toolscore.db or postgresql+psycopg://user@host:5432/name",
+    default=DEFAULT_DB_URL,
+    env=DB_ENV,
+    metavar="URL",
+)
+GRPC = Option(
+    "--grpc",
+    "grpc",
+    "OTLP/gRPC listener, or 'off'; port 0 picks a free port",
+    parse=_listen,
+    default=_listen(DEFAULT_GRPC),
+    metavar="HOST:PORT",
+    shown_default=DEFAULT_GRPC,
+)
+HTTP = Option(
+    "--http",
+    "http",
+    "OTLP/HTTP listener (also /metrics and /health), or 'off'",
+    parse=_listen,
+    default=_listen(DEFAULT_HTTP),
+    metavar="HOST:PORT",
+    shown_default=DEFAULT_HTTP,
+)
+CONFIG = Option(
+    "--config",
+    "config_path",
+    "scoring configuration file (metric instances and their options)",
+    parse=Path,
+    metavar="FILE",
+    shown_default="the built-in instances",
+)
+TLS_CERT = Option(
+    "--tls-cert",
+    "tls_cert",
+    "TLS certificate (PEM) for both listeners; needs --tls-key",
+    parse=Path,
+    metavar="FILE",
+    shown_default="plaintext",
+)
+TLS_KEY = Option(
+    "--tls-key",
+    "tls_key",
+    "TLS private key (PEM)",
+    parse=Path,
+    metavar="FILE",
+    shown_default="plaintext",
+)
+AUTH_TOKEN = Option(
+    "--auth-token",
+    "auth_token",
+    "require 'Authorization: Bearer TOKEN' on every export and /metrics request "
+    "(prefer the variable: flags show in ps)",
+    parse=one_word,
+    metavar="TOKEN",
+    secret=True,
+)
+MAX_QUEUED_SPANS = _count(
+    "--max-queued-spans",
+    "max_queued_spans",
+    DEFAULT_MAX_QUEUED_SPANS,
+    "spans and log records waiting to be stored before clients are told to retry",
+)
+MAX_BATCH_SPANS = _count(
+    "--max-batch-spans",
+    "max_batch_spans",
+    DEFAULT_MAX_BATCH_SPANS,
+    "most spans and log records per database transaction",
+)
+DB_STATEMENT_TIMEOUT = _seconds(
+    "--db-statement-timeout",
+    "db_statement_timeout_s",
+    DEFAULT_DB_STATEMENT_TIMEOUT,
+    "PostgreSQL: the server cancels a statement running longer (statement_timeout)",
+)
+DB_CALL_DEADLINE = _seconds(
+    "--db-call-deadline",
+    "db_call_deadline_s",
+    DEFAULT_DB_CALL_DEADLINE,
+    "PostgreSQL: a database call with no reply for this long is abandoned, its connection "
+    "shut down and replaced; must exceed --db-statement-timeout",
+)
+
+OPTIONS: tuple[Option, ...] = (
+    DB,
+    GRPC,
+    HTTP,
+    CONFIG,
+    Option(
+        "--no-upgrade",
+        "upgrade",
+        "do not migrate the database at start",
+        kind="switch",
+        flag_value=False,
+        default=True,
+        env="TOOLSCORE_UPGRADE",
+        env_is_field=True,
+        shown_default="upgrade",
+    ),
+    TLS_CERT,
+    TLS_KEY,
+    AUTH_TOKEN,
+    _count(
+        "--max-request-bytes",
+        "max_request_bytes",
+        DEFAULT_MAX_REQUEST_BYTES,
+        "largest request body, after decompression",
+        shown="67108864 (64 MiB)",
+    ),
+    _count(
+        "--max-attribute-bytes",
+        "max_attribute_bytes",
+        DEFAULT_MAX_ATTRIBUTE_BYTES,
+        "longer string and bytes attribute values are truncated",
+    ),
+    MAX_QUEUED_SPANS,
+    MAX_BATCH_SPANS,
+    _count(
+        "--max-concurrent-requests",
+        "max_concurrent_requests",
+        DEFAULT_MAX_CONCURRENT_REQUESTS,
+        "export requests handled at once, gRPC and HTTP together; more are told to retry",
+    ),
+    _seconds(
+        "--retry-after",
+        "retry_after_s",
+        DEFAULT_RETRY_AFTER,
+        "retry delay suggested to clients when busy",
+    ),
+    _seconds(
+        "--shutdown-grace",
+        "shutdown_grace_s",
+        DEFAULT_SHUTDOWN_GRACE,
+        "time in-flight requests get to finish on shutdown",
+    ),
+    Option(
+        "--log-level",
+        "log_level",
+        "DEBUG, INFO, WARNING or ERROR",
+        parse=_log_level,
+        default="INFO",
+        metavar="LEVEL",
+    ),
+    _seconds(
+        "--log-interval",
+        "log_interval_s",
+        DEFAULT_LOG_INTERVAL,
+        "one INFO line per period with what was received, scored, unmatched and failed, "
+        "and the backlog; none when idle",
+    ),
+    Option(
+        "--log-format",
+        "log_format",
+        "text, or json: one JSON object per line (time, level, logger, message and structured "
+        "fields) for log shippers",
+        parse=choice("text", "json"),
+        default="text",
+        metavar="text|json",
+    ),
+    _seconds(
+        "--db-connect-timeout",
+        "db_connect_timeout_s",
+        DEFAULT_DB_CONNECT_TIMEOUT,
+        "PostgreSQL: give up a connection attempt after this long (libpq connect_timeout, "
+        "whole seconds, at least 2)",
+    ),
+    DB_STATEMENT_TIMEOUT,
+    _seconds(
+        "--db-lock-timeout",
+        "db_lock_timeout_s",
+        DEFAULT_DB_LOCK_TIMEOUT,
+        "longest wait for a lock: PostgreSQL lock_timeout, SQLite busy timeout",
+    ),
+    _seconds(
+        "--db-idle-in-transaction-timeout",
+        "db_idle_in_transaction_timeout_s",
+        DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT,
+        "PostgreSQL: the server ends a session idle this long inside a transaction, "
+        "releasing its locks",
+    ),
+    DB_CALL_DEADLINE,
+    _seconds(
+        "--health-stuck-after",
+        "health_stuck_after_s",
+        DEFAULT_HEALTH_STUCK_AFTER,
+        "/health answers 503 (gRPC health NOT_SERVING) while the ingest writer's database "
+        "work or a database probe has run longer than this",
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,172 +327,71 @@ class Settings:
         return self.tls_cert is not None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    def from_args(cls, args: argparse.Namespace | None, environ: Mapping[str, str]) -> Settings:
         """Build from parsed ``serve`` flags, falling back to ``environ``, then defaults."""
-
-        def pick(flag: str, env: str, default: str | None) -> tuple[str | None, str]:
-            value = getattr(args, flag, None)
-            if value is not None:
-                return str(value), "--" + flag.replace("_", "-")
-            if environ.get(env, "").strip():
-                return environ[env].strip(), env
-            return default, "default"
-
-        grpc_text, grpc_src = pick("grpc", ENV_GRPC, DEFAULT_GRPC)
-        http_text, http_src = pick("http", ENV_HTTP, DEFAULT_HTTP)
-        config_text, config_src = pick("config", ENV_CONFIG, None)
-        cert_text, cert_src = pick("tls_cert", ENV_TLS_CERT, None)
-        key_text, key_src = pick("tls_key", ENV_TLS_KEY, None)
-        token, token_src = pick("auth_token", ENV_AUTH_TOKEN, None)
-        if getattr(args, "no_upgrade", False):
-            upgrade = False
-        else:
-            upgrade = _bool(environ.get(ENV_UPGRADE, "1"), ENV_UPGRADE)
-
-        def num(flag: str, env: str, default: float, kind: type[int] | type[float]) -> float:
-            text, src = pick(flag, env, None)
-            if text is None:
-                return default
-            try:
-                value = kind(text)
-            except ValueError:
-                raise SettingsError(f"{src}: {text!r} is not a valid {kind.__name__}") from None
-            if value <= 0:
-                raise SettingsError(f"{src}: must be greater than 0, got {text}")
-            return value
-
-        settings = cls(
-            db_url=resolve_db_url(args, environ),
-            grpc=_listen(grpc_text or DEFAULT_GRPC, grpc_src),
-            http=_listen(http_text or DEFAULT_HTTP, http_src),
-            config_path=Path(config_text) if config_text else None,
-            upgrade=upgrade,
-            tls_cert=Path(cert_text) if cert_text else None,
-            tls_key=Path(key_text) if key_text else None,
-            auth_token=token or None,
-            max_request_bytes=int(
-                num("max_request_bytes", ENV_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUEST_BYTES, int)
-            ),
-            max_attribute_bytes=int(
-                num(
-                    "max_attribute_bytes", ENV_MAX_ATTRIBUTE_BYTES, DEFAULT_MAX_ATTRIBUTE_BYTES, int
-                )
-            ),
-            max_queued_spans=int(
-                num("max_queued_spans", ENV_MAX_QUEUED_SPANS, DEFAULT_MAX_QUEUED_SPANS, int)
-            ),
-            max_batch_spans=int(
-                num("max_batch_spans", ENV_MAX_BATCH_SPANS, DEFAULT_MAX_BATCH_SPANS, int)
-            ),
-            max_concurrent_requests=int(
-                num(
-                    "max_concurrent_requests",
-                    ENV_MAX_CONCURRENT_REQUESTS,
-                    DEFAULT_MAX_CONCURRENT_REQUESTS,
-                    int,
-                )
-            ),
-            retry_after_s=num("retry_after", ENV_RETRY_AFTER, DEFAULT_RETRY_AFTER, float),
-            shutdown_grace_s=num(
-                "shutdown_grace", ENV_SHUTDOWN_GRACE, DEFAULT_SHUTDOWN_GRACE, float
-            ),
-            log_level=(pick("log_level", ENV_LOG_LEVEL, "INFO")[0] or "INFO").upper(),
-            **_deadlines(num),
-            log_interval_s=num("log_interval", ENV_LOG_INTERVAL, DEFAULT_LOG_INTERVAL, float),
-            log_format=(pick("log_format", ENV_LOG_FORMAT, "text")[0] or "text").strip().lower(),
-        )
-        settings.validate(
-            sources={"config": config_src, "cert": cert_src, "key": key_src, "token": token_src}
-        )
+        settings = cls(**resolve(OPTIONS, args, environ))
+        settings.validate()
         return settings
 
-    def validate(self, sources: Mapping[str, str] | None = None) -> None:
-        """Check cross-field rules and files; raise SettingsError with a clear message."""
-        src = dict(sources or {})
+    def validate(self) -> None:
+        """Check cross-field rules and files; raise ConfigError naming flags and variables."""
         from toolscore.storage.engine import DatabaseUrlError, normalize_url
 
         try:
             normalize_url(self.db_url)
         except DatabaseUrlError as exc:
-            raise SettingsError(f"--db / {DB_ENV}: {exc}") from None
+            raise DB.error(str(exc)) from None
         if self.grpc is None and self.http is None:
-            raise SettingsError("both listeners are off: enable --grpc or --http")
+            raise ConfigError(f"both listeners are off: enable {GRPC.names()} or {HTTP.names()}")
         if (self.tls_cert is None) != (self.tls_key is None):
-            raise SettingsError("TLS needs both --tls-cert and --tls-key")
-        for path, what in ((self.tls_cert, "cert"), (self.tls_key, "key")):
+            raise ConfigError(f"TLS needs both {TLS_CERT.names()} and {TLS_KEY.names()}")
+        for path, option in ((self.tls_cert, TLS_CERT), (self.tls_key, TLS_KEY)):
             if path is not None and not path.is_file():
-                raise SettingsError(f"{src.get(what, 'TLS ' + what)}: no such file {path}")
+                raise option.error(f"no such file {path}")
         if self.config_path is not None and not self.config_path.is_file():
-            raise SettingsError(f"{src.get('config', '--config')}: no such file {self.config_path}")
-        if self.auth_token is not None and (
-            not self.auth_token.isprintable() or " " in self.auth_token
-        ):
-            raise SettingsError(f"{src.get('token', '--auth-token')}: token must be one word")
-        if self.log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-            raise SettingsError(
-                f"log level must be DEBUG, INFO, WARNING or ERROR: {self.log_level}"
-            )
-        if self.log_format not in ("text", "json"):
-            raise SettingsError(
-                f"--log-format / {ENV_LOG_FORMAT}: expected text or json, got {self.log_format!r}"
-            )
+            raise CONFIG.error(f"no such file {self.config_path}")
         if self.max_batch_spans > self.max_queued_spans:
-            raise SettingsError("--max-batch-spans cannot exceed --max-queued-spans")
+            raise ConfigError(
+                f"{MAX_BATCH_SPANS.names()} ({self.max_batch_spans}) cannot exceed "
+                f"{MAX_QUEUED_SPANS.names()} ({self.max_queued_spans})"
+            )
         if self.db_call_deadline_s <= self.db_statement_timeout_s:
-            raise SettingsError(
-                "--db-call-deadline must be longer than --db-statement-timeout (the server "
-                "cancels a slow statement first; only a silent connection is abandoned)"
+            raise ConfigError(
+                f"{DB_CALL_DEADLINE.names()} must be longer than "
+                f"{DB_STATEMENT_TIMEOUT.names()} (the server cancels a slow statement first; "
+                "only a silent connection is abandoned)"
             )
 
 
-def _deadlines(num: Callable[[str, str, float, type[float]], float]) -> dict[str, float]:
-    """The database deadline settings, read with ``from_args``'s ``num``."""
-    return {
-        "db_connect_timeout_s": num(
-            "db_connect_timeout", ENV_DB_CONNECT_TIMEOUT, DEFAULT_DB_CONNECT_TIMEOUT, float
-        ),
-        "db_statement_timeout_s": num(
-            "db_statement_timeout", ENV_DB_STATEMENT_TIMEOUT, DEFAULT_DB_STATEMENT_TIMEOUT, float
-        ),
-        "db_lock_timeout_s": num(
-            "db_lock_timeout", ENV_DB_LOCK_TIMEOUT, DEFAULT_DB_LOCK_TIMEOUT, float
-        ),
-        "db_idle_in_transaction_timeout_s": num(
-            "db_idle_in_transaction_timeout",
-            ENV_DB_IDLE_IN_TRANSACTION_TIMEOUT,
-            DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT,
-            float,
-        ),
-        "db_call_deadline_s": num(
-            "db_call_deadline", ENV_DB_CALL_DEADLINE, DEFAULT_DB_CALL_DEADLINE, float
-        ),
-        "health_stuck_after_s": num(
-            "health_stuck_after", ENV_HEALTH_STUCK_AFTER, DEFAULT_HEALTH_STUCK_AFTER, float
-        ),
-    }
+def resolve_db_url(args: argparse.Namespace | None, environ: Mapping[str, str]) -> str:
+    """The database URL: ``--db`` beats ``TOOLSCORE_DB`` beats the default SQLite file."""
+    return str(resolve_one(DB, args, environ))
 
 
-def _bool(text: str, source: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise SettingsError(f"{source}: expected true or false, got {text!r}")
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Everything ``toolscore serve`` was configured with, read and checked once at start-up."""
+
+    settings: Settings
+    pipeline: PipelineOptions
+    export: ExportSettings | None  # None: no write-back
+    thresholds: Mapping[str, float]  # --pass-threshold
 
 
-def _listen(text: str, source: str) -> Listen | None:
-    """Parse HOST:PORT (``[::1]:4317`` for IPv6); ``off`` disables the listener."""
-    if text.strip().lower() == OFF:
-        return None
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host:
-        raise SettingsError(f"{source}: expected HOST:PORT (or 'off'), got {text!r}")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise SettingsError(f"{source}: port must be a number, got {port_text!r}") from None
-    if not 0 <= port <= 65535:
-        raise SettingsError(f"{source}: port must be between 0 and 65535, got {port}")
-    return Listen(host, port)
+def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
+    """Every ``serve`` option (flags > ``environ`` > defaults); raises ConfigError."""
+    from toolscore.collector.export.options import settings_from
+    from toolscore.collector.pipeline.options import options_from
+
+    settings = Settings.from_args(args, environ)
+    pipeline = options_from(args, environ)
+    export, thresholds = settings_from(args, environ)
+    return ServeConfig(settings, pipeline, export, thresholds)
+
+
+def serve_options() -> tuple[Option, ...]:
+    """Every ``serve`` option, in ``--help`` order."""
+    from toolscore.collector.export.settings import OPTIONS as EXPORT
+    from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
+
+    return OPTIONS + PIPELINE + EXPORT

@@ -5,36 +5,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from toolscore.collector.configuration import add_options
+from toolscore.collector.settings import DB, DB_ENV, DEFAULT_DB_URL, resolve_db_url
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine
 
-DB_ENV = "TOOLSCORE_DB"
-DEFAULT_DB_URL = "sqlite:///./toolscore.db"
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_DB_URL",
+    "add_db_argument",
+    "open_migrated_database",
+    "resolve_db_url",
+]
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--db URL`` (default: env ``TOOLSCORE_DB``, then ``sqlite:///./toolscore.db``)."""
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        default=None,
-        help=(
-            "database URL, e.g. sqlite:///./toolscore.db or "
-            f"postgresql+psycopg://user@host:5432/name (env {DB_ENV}; default {DEFAULT_DB_URL})"
-        ),
-    )
-
-
-def resolve_db_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
-    """The database URL: ``--db`` beats ``TOOLSCORE_DB`` beats the default SQLite file."""
-    flag = getattr(args, "db", None)
-    if flag:
-        return str(flag)
-    env = environ.get(DB_ENV, "").strip()
-    return env or DEFAULT_DB_URL
+    add_options(parser, [DB])
 
 
 def open_migrated_database(

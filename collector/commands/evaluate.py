@@ -115,12 +115,13 @@ def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> 
 
 
 def _gate(args: argparse.Namespace, names: list[str]) -> Any:
-    from toolscore.collector.gate import ScoreGate, parse_levels
+    from toolscore.collector.configuration import metric_levels
+    from toolscore.collector.gate import ScoreGate
 
     return ScoreGate(
         names,
-        pass_thresholds=parse_levels(args.pass_threshold, "--pass-threshold", names),
-        fail_under=parse_levels(args.fail_under, "--fail-under", names),
+        pass_thresholds=metric_levels(args.pass_threshold, "--pass-threshold", names),
+        fail_under=metric_levels(args.fail_under, "--fail-under", names),
         keep_cases=args.junit is not None,
     )
 

@@ -175,16 +175,17 @@ def _gate(args: argparse.Namespace, config: Any) -> Any:
     junit = getattr(args, "junit", None)
     if not fail_under and junit is None:
         return None
-    from toolscore.collector.gate import ScoreGate, parse_levels
+    from toolscore.collector.configuration import metric_levels
+    from toolscore.collector.gate import ScoreGate
     from toolscore.scorer import default_config
 
     names = list((config or default_config()).instances)
     return ScoreGate(
         names,
-        pass_thresholds=parse_levels(
+        pass_thresholds=metric_levels(
             getattr(args, "pass_threshold", []), "--pass-threshold", names
         ),
-        fail_under=parse_levels(fail_under, "--fail-under", names),
+        fail_under=metric_levels(fail_under, "--fail-under", names),
         keep_cases=junit is not None,
     )
 
@@ -229,5 +230,3 @@ def _size(source: IO[bytes]) -> int | None:
         return os.fstat(source.fileno()).st_size or None
     except (OSError, ValueError):
         return None
-
-

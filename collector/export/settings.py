@@ -26,6 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from toolscore.collector.configuration import (
+    ConfigError,
+    Option,
+    choice,
+    metric_level,
+    positive_seconds,
+    resolve_one,
+)
+
 PROTOCOL_GRPC = "grpc"
 PROTOCOL_HTTP = "http/protobuf"
 PROTOCOLS = (PROTOCOL_GRPC, PROTOCOL_HTTP)
@@ -38,10 +47,6 @@ MAX_HEADERS_FILE_BYTES = 64 * 1024
 Headers = tuple[tuple[str, str], ...]
 _HEADER_KEY = re.compile(r"^[a-z0-9!#$%&'*+.^_`|~-]+$")  # an HTTP token, lower-cased
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
-class ExportConfigError(ValueError):
-    """A write-back flag or ``OTEL_EXPORTER_OTLP_*`` variable has an invalid value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +93,13 @@ def _header(key: str, value: str, sep: str, where: str) -> tuple[str, str]:
     """A validated (lower-cased key, value); errors name the key at most, never the value."""
     key = key.lower()
     if not sep or not key:
-        raise ExportConfigError(f"invalid OTLP header ({where}): expected key=value")
+        raise ConfigError(f"invalid OTLP header ({where}): expected key=value")
     if not _HEADER_KEY.match(key):
-        raise ExportConfigError(
+        raise ConfigError(
             f"invalid OTLP header ({where}): the key must be a header name (letters, digits, -)"
         )
     if _CONTROL.search(value):
-        raise ExportConfigError(
+        raise ConfigError(
             f"invalid OTLP header {key!r} ({where}): the value holds control characters"
         )
     return key, value
@@ -110,13 +115,13 @@ def read_headers_file(path: str | Path) -> Headers:
         with open(path, "rb") as f:
             data = f.read(MAX_HEADERS_FILE_BYTES + 1)
     except OSError as exc:
-        raise ExportConfigError(f"export headers file {where}: {exc.strerror}") from None
+        raise ConfigError(f"export headers file {where}: {exc.strerror}") from None
     if len(data) > MAX_HEADERS_FILE_BYTES:
-        raise ExportConfigError(f"export headers file {where}: larger than 64 KiB")
+        raise ConfigError(f"export headers file {where}: larger than 64 KiB")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ExportConfigError(f"export headers file {where}: not UTF-8 text") from None
+        raise ConfigError(f"export headers file {where}: not UTF-8 text") from None
     pairs: list[tuple[str, str]] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -137,35 +142,125 @@ def merge_headers(*layers: Iterable[tuple[str, str]]) -> Headers:
     return tuple((key, value) for key, values in merged.items() for value in values)
 
 
-def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
-    """``METRIC=VALUE`` items (metric instance name or metric type) as a mapping."""
-    out: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not sep or not name.strip() or not 0.0 <= number <= 1.0:
-            raise ExportConfigError(
-                f"invalid pass threshold {item!r}: expected METRIC=VALUE with VALUE in [0, 1]"
-            )
-        out[name.strip()] = number
-    return out
-
-
 def _signal_url(base: str, signal: str) -> str:
     return base.rstrip("/") + f"/v1/{signal}"
 
 
-ENV_EXPORT_ENDPOINT = "TOOLSCORE_EXPORT_ENDPOINT"
+def _milliseconds(text: str) -> float:
+    try:
+        return float(text) / 1000.0  # the OTLP exporter spec says milliseconds
+    except ValueError:
+        raise ValueError("expected milliseconds") from None
+
+
+def _endpoint(text: str) -> str:
+    if urlparse(text).scheme not in ("http", "https"):
+        raise ValueError("expected http(s)://host:port")
+    return text
+
+
+ENDPOINT = Option(
+    "--export-endpoint",
+    "endpoint",
+    "write evaluations back as OTLP spans and gen_ai.evaluation.result events to this "
+    "collector/backend, e.g. http://localhost:4317; the OTEL_EXPORTER_OTLP_* variables "
+    "then refine it",
+    parse=_endpoint,
+    metavar="URL",
+    shown_default="no write-back",
+)
+PROTOCOL = Option(
+    "--export-protocol",
+    "protocol",
+    "OTLP protocol of the write-back",
+    parse=choice(*PROTOCOLS),
+    default=PROTOCOL_GRPC,
+    more_env=(("OTEL_EXPORTER_OTLP_PROTOCOL", choice(*PROTOCOLS)),),
+    metavar="|".join(PROTOCOLS),
+)
+COMPRESSION = Option(
+    "--export-compression",
+    "compression",
+    "compression of the write-back's requests",
+    parse=choice(*COMPRESSIONS),
+    default="none",
+    more_env=(("OTEL_EXPORTER_OTLP_COMPRESSION", choice(*COMPRESSIONS)),),
+    metavar="|".join(COMPRESSIONS),
+)
+TIMEOUT = Option(
+    "--export-timeout",
+    "timeout_s",
+    "per export call, SDK retries included (OTEL_EXPORTER_OTLP_TIMEOUT is in milliseconds)",
+    parse=positive_seconds,
+    default=10.0,
+    more_env=(("OTEL_EXPORTER_OTLP_TIMEOUT", _milliseconds),),
+    metavar="SECONDS",
+)
+
+
+def _header_item(text: str) -> tuple[str, str]:
+    """One ``key=value`` header (URL-encoded, as in ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+    key, sep, value = text.partition("=")
+    key = unquote(key.strip()).lower()
+    if not sep or not _HEADER_KEY.match(key):
+        raise ValueError("expected KEY=VALUE with KEY a header name (letters, digits, -)")
+    value = unquote(value.strip())
+    if _CONTROL.search(value):
+        raise ValueError(f"the value of header {key!r} holds control characters")
+    return key, value
+
+
+HEADERS_FILE = Option(
+    "--export-headers-file",
+    "headers_file",
+    "export headers from a file of key=value lines (values literal, # comments)",
+    metavar="PATH",
+)
+OPTIONS: tuple[Option, ...] = (
+    ENDPOINT,
+    PROTOCOL,
+    Option(
+        "--export-header",
+        "headers",
+        "header sent with every export, e.g. authorization=Bearer%20T; repeatable; the "
+        "variable is k=v,k2=v2; per key it beats --export-headers-file, which beats "
+        "OTEL_EXPORTER_OTLP_HEADERS (flags show in ps: prefer the file for secrets)",
+        parse=_header_item,
+        kind="list",
+        env="TOOLSCORE_EXPORT_HEADERS",
+        metavar="KEY=VALUE",
+        secret=True,
+    ),
+    HEADERS_FILE,
+    COMPRESSION,
+    TIMEOUT,
+    Option(
+        "--pass-threshold",
+        "thresholds",
+        "score at or above which METRIC (instance name or type) passes; stored in the database "
+        "for the views and reports; repeatable; the variable is comma-separated",
+        parse=metric_level,
+        kind="list",
+        env="TOOLSCORE_PASS_THRESHOLDS",
+        metavar="METRIC=VALUE",
+        shown_default="1.0",
+    ),
+    Option(
+        "--no-export",
+        "disabled",
+        "disable the write-back even if an endpoint is configured",
+        kind="switch",
+        default=False,
+        shown_default="write-back as configured",
+    ),
+)
 
 
 def resolve_export_settings(
     *,
     endpoint: str | None,
     protocol: str | None,
-    headers: Sequence[str] = (),
+    headers: Sequence[str | tuple[str, str]] = (),
     headers_file: str | None = None,
     compression: str | None = None,
     timeout_s: float | None = None,
@@ -175,7 +270,8 @@ def resolve_export_settings(
 ) -> ExportSettings | None:
     """Settings from flags and ``environ``; ``None`` when neither ``--export-endpoint`` nor
     ``TOOLSCORE_EXPORT_ENDPOINT`` names one (no export); the ``OTEL_EXPORTER_OTLP_*`` variables
-    then refine it (protocol, headers, compression, timeout, certificates).
+    then refine it (protocol, headers, compression, timeout, certificates). A value left None
+    is resolved from ``environ`` by the option's declaration above.
 
     ``endpoint`` is a base URL: for http/protobuf the signal paths are appended unless it already
     ends with ``/v1/traces``. ``headers`` are ``--export-header`` items and ``headers_file`` the
@@ -184,18 +280,12 @@ def resolve_export_settings(
     ``lease_s``).
     """
     env = {k: v.strip() for k, v in environ.items() if k.startswith("OTEL_EXPORTER_OTLP_")}
-    proto = protocol or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or PROTOCOL_GRPC
-    if proto not in PROTOCOLS:
-        raise ExportConfigError(
-            f"unsupported OTLP protocol {proto!r}: use {' or '.join(PROTOCOLS)}"
-        )
+    proto = PROTOCOL.read(protocol) if protocol else resolve_one(PROTOCOL, None, environ)
     # Write-back is on only when asked for by toolscore's own setting: OTEL_EXPORTER_OTLP_ENDPOINT
     # is what agents set to reach toolscore, so it must not turn the write-back on (or loop it).
-    base = endpoint or environ.get(ENV_EXPORT_ENDPOINT, "").strip()
+    base = ENDPOINT.read(endpoint) if endpoint else resolve_one(ENDPOINT, None, environ)
     if not base:
         return None
-    if urlparse(base).scheme not in ("http", "https"):
-        raise ExportConfigError(f"invalid OTLP endpoint {base!r}: expected http(s)://host:port")
     if proto == PROTOCOL_HTTP:
         if base.rstrip("/").endswith("/v1/traces"):
             base = base.rstrip("/")[: -len("/v1/traces")]
@@ -203,17 +293,6 @@ def resolve_export_settings(
     else:
         traces = logs = base
     traces_headers, logs_headers = _resolve_headers(headers, headers_file, env, environ)
-    comp = (compression or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").lower()
-    if comp not in COMPRESSIONS:
-        raise ExportConfigError(f"unsupported OTLP compression {comp!r}: use gzip or none")
-    if timeout_s is None and env.get("OTEL_EXPORTER_OTLP_TIMEOUT"):
-        try:
-            timeout_s = float(env["OTEL_EXPORTER_OTLP_TIMEOUT"]) / 1000.0  # the spec says ms
-        except ValueError as exc:
-            raise ExportConfigError(
-                f"invalid OTEL_EXPORTER_OTLP_TIMEOUT {env['OTEL_EXPORTER_OTLP_TIMEOUT']!r}: "
-                "expected milliseconds"
-            ) from exc
     insecure_env = env.get("OTEL_EXPORTER_OTLP_INSECURE", "").lower()
     return ExportSettings(
         protocol=proto,
@@ -221,8 +300,10 @@ def resolve_export_settings(
         logs_endpoint=logs,
         headers=traces_headers,
         logs_headers=logs_headers,
-        compression=comp,
-        timeout_s=timeout_s if timeout_s is not None else 10.0,
+        compression=COMPRESSION.read(compression)
+        if compression
+        else resolve_one(COMPRESSION, None, environ),
+        timeout_s=timeout_s if timeout_s is not None else resolve_one(TIMEOUT, None, environ),
         insecure=(insecure_env == "true") if insecure_env in ("true", "false") else None,
         certificate_file=env.get("OTEL_EXPORTER_OTLP_CERTIFICATE") or None,
         thresholds=dict(thresholds or {}),
@@ -231,7 +312,7 @@ def resolve_export_settings(
 
 
 def _resolve_headers(
-    flags: Sequence[str],
+    flags: Sequence[str | tuple[str, str]],
     headers_file: str | None,
     env: Mapping[str, str],
     environ: Mapping[str, str],
@@ -247,8 +328,16 @@ def _resolve_headers(
             if env.get(name)
             else parse_headers(generic, "OTEL_EXPORTER_OTLP_HEADERS")
         )
-    path = headers_file or environ.get(ENV_HEADERS_FILE, "").strip() or None
-    from_file = read_headers_file(path) if path else ()
-    from_flags = tuple(p for item in flags for p in parse_headers(item, "--export-header"))
+    path = headers_file or resolve_one(HEADERS_FILE, None, environ)
+    try:
+        from_file = read_headers_file(path) if path else ()
+    except ConfigError as exc:
+        raise ConfigError(f"{HEADERS_FILE.names()}: {exc}") from None
+    # flag items come parsed from the option, or as text from code calling this directly
+    from_flags = tuple(
+        pair
+        for item in flags
+        for pair in (parse_headers(item, "--export-header") if isinstance(item, str) else (item,))
+    )
     traces, logs = (merge_headers(env_pairs, from_file, from_flags) for env_pairs in per_signal)
     return traces, logs

@@ -6,23 +6,21 @@ import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ENV_SETTLE = "TOOLSCORE_SETTLE"
-ENV_ROOT_IDLE = "TOOLSCORE_ROOT_IDLE"
-ENV_CONVERSATION_KEYS = "TOOLSCORE_CONVERSATION_KEYS"
-ENV_REFERENCE_KEY = "TOOLSCORE_REFERENCE_KEY"
-ENV_SCORING_IN_PROCESS = "TOOLSCORE_SCORING_IN_PROCESS"
-ENV_SCORING_PROCESSES = "TOOLSCORE_SCORING_PROCESSES"
+from toolscore.collector.configuration import (
+    Option,
+    add_options,
+    choice,
+    positive_int,
+    resolve,
+    seconds,
+)
+
 ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"
-ENV_MAX_CONVERSATION_SPANS = "TOOLSCORE_MAX_CONVERSATION_SPANS"
 HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 # claim.DEFAULT_MAX_SPANS, repeated: this module stays light (imported to build the CLI parser)
 DEFAULT_MAX_CONVERSATION_SPANS = 500_000
-
-
-class PipelineOptionError(ValueError):
-    """A pipeline flag or environment variable has an invalid value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,153 +40,110 @@ class PipelineOptions:
     max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add(
+def _processes(text: str) -> int | None:
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        return positive_int(text)
+    except ValueError:
+        raise ValueError("expected a whole number greater than 0 or auto") from None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
         "--settle",
-        type=float,
+        "settle_s",
+        "a conversation is complete (and scored) when no span arrived for this long",
+        parse=seconds,
+        default=DEFAULT_SETTLE_S,
         metavar="SECONDS",
-        help="a conversation is complete (and scored) when no span arrived for this long "
-        f"(env {ENV_SETTLE}; default {DEFAULT_SETTLE_S:g})",
-    )
-    add(
+    ),
+    Option(
         "--root-idle",
-        type=float,
+        "root_idle_s",
+        "sooner for a single-trace conversation whose root span ended: this quiet time "
+        "(capped by --settle)",
+        parse=seconds,
+        default=DEFAULT_ROOT_IDLE_S,
         metavar="SECONDS",
-        help="sooner for a single-trace conversation whose root span ended: this quiet time "
-        f"(env {ENV_ROOT_IDLE}; default {DEFAULT_ROOT_IDLE_S:g}; capped by --settle)",
-    )
-    add(
+    ),
+    Option(
         "--conversation-key",
-        action="append",
+        "conversation_keys",
+        "attribute naming a conversation; repeat for several, first present wins; the "
+        "variable is comma-separated",
+        kind="list",
+        env="TOOLSCORE_CONVERSATION_KEYS",
         metavar="ATTRIBUTE",
-        help="attribute naming a conversation; repeat for several, first present wins "
-        f"(env {ENV_CONVERSATION_KEYS}, comma-separated; default: gen_ai.conversation.id, "
-        "session.id and other common keys)",
-    )
-    add(
+        shown_default="gen_ai.conversation.id, session.id, ...",
+    ),
+    Option(
         "--reference-key",
+        "reference_key",
+        "attribute naming the expected reference",
         metavar="ATTRIBUTE",
-        help="attribute naming the expected reference "
-        f"(env {ENV_REFERENCE_KEY}; default toolscore.reference.id)",
-    )
-    add(
+        shown_default="toolscore.reference.id",
+    ),
+    Option(
         "--scoring-in-process",
-        action="store_true",
-        help="score in a thread of the server process instead of a child process (less "
-        "memory, but scoring then competes with ingest for one CPU) "
-        f"(env {ENV_SCORING_IN_PROCESS})",
-    )
-    add(
+        "separate_process",
+        "score in a thread of the server process instead of a child process (less memory, "
+        "but scoring then competes with ingest for one CPU)",
+        kind="switch",
+        flag_value=False,
+        default=True,
+        shown_default="child processes",
+    ),
+    Option(
         "--scoring-processes",
+        "scoring_processes",
+        "child processes that score in parallel, each claiming its own conversations, or "
+        "auto: 2 on PostgreSQL when the machine has 2 or more cores (one process's database "
+        "waits overlap the other's work), else 1",
+        parse=_processes,
         metavar="N|auto",
-        help="child processes that score in parallel, each claiming its own conversations, "
-        "or auto: 2 on PostgreSQL when the machine has 2 or more cores (one process's database "
-        f"waits overlap the other's work), else 1 (env {ENV_SCORING_PROCESSES}; default auto)",
-    )
-    add(
+        shown_default="auto",
+    ),
+    Option(
         "--handoffs",
-        choices=HANDOFF_CHOICES,
-        help="whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as "
-        f"tool calls (env {ENV_HANDOFFS}; default include)",
-    )
-    add(
+        "include_handoffs",
+        "whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as tool calls",
+        parse=lambda text: choice(*HANDOFF_CHOICES)(text) == "include",
+        default=True,
+        metavar="include|exclude",
+        shown_default="include",
+    ),
+    Option(
         "--max-conversation-spans",
+        "max_conversation_spans",
+        "a conversation with more spans is not scored (status error, with the reason) rather "
+        "than loaded: memory grows with the spans of the biggest conversation",
+        parse=positive_int,
+        default=DEFAULT_MAX_CONVERSATION_SPANS,
         metavar="N",
-        help="a conversation with more spans is not scored (status error, with the reason) "
-        "rather than loaded: memory grows with the spans of the biggest conversation "
-        f"(env {ENV_MAX_CONVERSATION_SPANS}; default {DEFAULT_MAX_CONVERSATION_SPANS})",
-    )
-    add(
+    ),
+    Option(
         "--no-scoring",
-        action="store_true",
-        help="only store telemetry; do not assemble or score conversations",
-    )
+        "enabled",
+        "only store telemetry; do not assemble or score conversations",
+        kind="switch",
+        flag_value=False,
+        default=True,
+        shown_default="scoring on",
+    ),
+)
 
 
-def _seconds(
-    value: object, env: str, environ: Mapping[str, str], flag: str, default: float
-) -> float:
-    source, text = flag, value
-    if value is None:
-        source, text = env, environ.get(env, "").strip() or None
-    if text is None:
-        return default
-    try:
-        seconds = float(str(text))
-    except ValueError:
-        raise PipelineOptionError(f"{source}: {text!r} is not a number of seconds") from None
-    if not seconds >= 0:
-        raise PipelineOptionError(f"{source}: must be 0 or more seconds, got {text}")
-    return seconds
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
-def _max_spans(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    text, source = getattr(args, "max_conversation_spans", None), "--max-conversation-spans"
-    if text is None:
-        text, source = (
-            environ.get(ENV_MAX_CONVERSATION_SPANS, "").strip(),
-            ENV_MAX_CONVERSATION_SPANS,
-        )
-    if not text:
-        return DEFAULT_MAX_CONVERSATION_SPANS
-    try:
-        spans = int(str(text).replace("_", ""))
-    except ValueError:
-        raise PipelineOptionError(f"{source}: {text!r} is not a number of spans") from None
-    if spans < 1:
-        raise PipelineOptionError(f"{source}: must be at least 1, got {spans}")
-    return spans
-
-
-def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> PipelineOptions:
-    """Flags beat environment variables beat defaults."""
-    keys: tuple[str, ...] | None = None
-    if getattr(args, "conversation_key", None):
-        keys = tuple(k.strip() for k in args.conversation_key if k.strip())
-    elif environ.get(ENV_CONVERSATION_KEYS, "").strip():
-        keys = tuple(k.strip() for k in environ[ENV_CONVERSATION_KEYS].split(",") if k.strip())
-    reference = getattr(args, "reference_key", None) or environ.get(ENV_REFERENCE_KEY, "").strip()
-    processes_text = getattr(args, "scoring_processes", None)
-    processes_src = "--scoring-processes"
-    if processes_text is None:
-        processes_text = environ.get(ENV_SCORING_PROCESSES, "").strip() or "auto"
-        processes_src = ENV_SCORING_PROCESSES
-    processes: int | None = None
-    if str(processes_text).strip().lower() != "auto":
-        try:
-            processes = int(processes_text)
-        except ValueError:
-            raise PipelineOptionError(
-                f"{processes_src}: {processes_text!r} is neither a number nor auto"
-            ) from None
-        if processes < 1:
-            raise PipelineOptionError(f"{processes_src}: must be at least 1, got {processes}")
-    handoffs = getattr(args, "handoffs", None) or environ.get(ENV_HANDOFFS, "").strip().lower()
-    if handoffs and handoffs not in HANDOFF_CHOICES:
-        raise PipelineOptionError(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
-    return PipelineOptions(
-        max_conversation_spans=_max_spans(args, environ),
-        include_handoffs=handoffs != "exclude",
-        scoring_processes=processes,
-        enabled=not getattr(args, "no_scoring", False),
-        settle_s=_seconds(
-            getattr(args, "settle", None), ENV_SETTLE, environ, "--settle", DEFAULT_SETTLE_S
-        ),
-        root_idle_s=_seconds(
-            getattr(args, "root_idle", None),
-            ENV_ROOT_IDLE,
-            environ,
-            "--root-idle",
-            DEFAULT_ROOT_IDLE_S,
-        ),
-        conversation_keys=keys or None,
-        reference_key=reference or None,
-        separate_process=not (
-            getattr(args, "scoring_in_process", False)
-            or environ.get(ENV_SCORING_IN_PROCESS, "").strip().lower() in ("1", "true", "yes")
-        ),
-    )
+def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> PipelineOptions:
+    """Flags beat environment variables beat defaults; raises ConfigError."""
+    values = resolve(OPTIONS, args, environ)
+    keys = tuple(key for key in values["conversation_keys"] or () if key)
+    values.update(conversation_keys=keys or None, reference_key=values["reference_key"] or None)
+    return PipelineOptions(**values)
 
 
 def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None) -> int:

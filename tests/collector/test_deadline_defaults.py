@@ -21,7 +21,8 @@ import argparse
 import pytest
 
 from toolscore.collector.cli import build_parser
-from toolscore.collector.settings import Settings, SettingsError
+from toolscore.collector.configuration import ConfigError
+from toolscore.collector.settings import Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S
 from toolscore.collector.watchdog import CHECK_PERIOD_S
 from toolscore.storage.engine import TCP_USER_TIMEOUT_S
@@ -97,7 +98,11 @@ def test_every_deadline_has_a_flag_and_an_environment_variable() -> None:
 
 
 def test_a_call_deadline_not_beyond_the_statement_timeout_is_refused() -> None:
-    with pytest.raises(SettingsError, match="--db-call-deadline must be longer"):
+    with pytest.raises(
+        ConfigError, match="--db-call-deadline / TOOLSCORE_DB_CALL_DEADLINE must be"
+    ):
         Settings.from_args(_args("--db-statement-timeout", "20", "--db-call-deadline", "20"), {})
-    with pytest.raises(SettingsError, match="TOOLSCORE_DB_LOCK_TIMEOUT: must be greater than 0"):
+    with pytest.raises(
+        ConfigError, match="_LOCK_TIMEOUT: expected a number of seconds greater than 0"
+    ):
         Settings.from_args(_args(), {"TOOLSCORE_DB_LOCK_TIMEOUT": "0"})

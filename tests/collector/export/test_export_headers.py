@@ -17,11 +17,11 @@ from sqlalchemy import Engine
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from tests.collector.export.sink import GrpcSink, HttpSink
 from toolscore.collector.cli import build_parser
+from toolscore.collector.configuration import ConfigError
 from toolscore.collector.export.options import settings_from
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import (
     ENV_HEADERS_FILE,
-    ExportConfigError,
     ExportSettings,
     read_headers_file,
     resolve_export_settings,
@@ -120,13 +120,13 @@ def test_a_bad_file_line_is_named_by_line_without_its_value(
 ) -> None:
     path = tmp_path / "export-headers"
     path.write_text(content)
-    with pytest.raises(ExportConfigError, match=message) as caught:
+    with pytest.raises(ConfigError, match=message) as caught:
         settings(["--export-endpoint", "http://h:4317", "--export-headers-file", str(path)], {})
     assert SECRET not in str(caught.value)
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ExportConfigError, match="missing: No such file or directory"):
+    with pytest.raises(ConfigError, match="missing: No such file or directory"):
         settings(
             [],
             {
@@ -146,7 +146,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_bad_environment_headers_are_rejected_without_their_value(
     environ: dict[str, str],
 ) -> None:
-    with pytest.raises(ExportConfigError, match="invalid OTLP header") as caught:
+    with pytest.raises(ConfigError, match="invalid OTLP header") as caught:
         resolve_export_settings(endpoint="http://h:4317", protocol=None, environ=environ)
     assert SECRET not in str(caught.value)
 

@@ -11,10 +11,10 @@ from sqlalchemy import Engine, select
 
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from tests.collector.export.sink import GrpcSink, HttpSink, attrs
+from toolscore.collector.configuration import ConfigError
 from toolscore.collector.export import is_toolscore_evaluation
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import (
-    ExportConfigError,
     ExportSettings,
     resolve_export_settings,
 )
@@ -332,16 +332,26 @@ def test_the_agents_otel_endpoint_never_turns_the_write_back_on() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "unsupported OTLP protocol 'http/json'"),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+            "--export-protocol / OTEL_EXPORTER_OTLP_PROTOCOL: expected grpc or http/protobuf, "
+            "got 'http/json'",
+        ),
         (  # the item is not echoed: it may be a secret
             {"OTEL_EXPORTER_OTLP_HEADERS": "novalue"},
             r"invalid OTLP header \(OTEL_EXPORTER_OTLP_HEADERS, item 1\): expected key=value$",
         ),
-        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, "invalid OTEL_EXPORTER_OTLP_TIMEOUT"),
-        ({"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "unsupported OTLP compression 'zstd'"),
+        (
+            {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
+            "--export-timeout / OTEL_EXPORTER_OTLP_TIMEOUT: expected milliseconds, got 'soon'",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"},
+            "--export-compression / OTEL_EXPORTER_OTLP_COMPRESSION: expected gzip or none",
+        ),
     ],
 )
 def test_bad_settings_are_rejected_with_the_culprit(env: dict[str, str], message: str) -> None:
     env = {"TOOLSCORE_EXPORT_ENDPOINT": "http://localhost:4317", **env}
-    with pytest.raises(ExportConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         resolve_export_settings(endpoint=None, protocol=None, environ=env)

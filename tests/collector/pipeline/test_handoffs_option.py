@@ -14,8 +14,8 @@ from sqlalchemy import Engine, select
 from tests.collector.pipeline.test_score import current_scores, expect, offline_scores, store
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.test_reconstruct import assistant, chat, result, user
+from toolscore.collector.configuration import ConfigError
 from toolscore.collector.pipeline.claim import Timing
-from toolscore.collector.pipeline.options import PipelineOptionError
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import default_config
 from toolscore.storage.expectations import ExpectationData
@@ -31,7 +31,7 @@ def test_the_option_defaults_to_include_and_reads_flag_and_environment() -> None
     assert parse(["--handoffs", "exclude"]).include_handoffs is False
     assert parse([], {"TOOLSCORE_HANDOFFS": "exclude"}).include_handoffs is False
     assert parse(["--handoffs", "include"], {"TOOLSCORE_HANDOFFS": "exclude"}).include_handoffs
-    with pytest.raises(PipelineOptionError, match="TOOLSCORE_HANDOFFS: expected include or"):
+    with pytest.raises(ConfigError, match="TOOLSCORE_HANDOFFS: expected include or"):
         parse([], {"TOOLSCORE_HANDOFFS": "maybe"})
 
 

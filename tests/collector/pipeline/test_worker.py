@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import Engine
 
 from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
+from toolscore.collector.configuration import ConfigError
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.options import (
-    PipelineOptionError,
     add_arguments,
     options_from,
     processes_for,
@@ -77,13 +77,17 @@ def test_serve_options_flags_beat_environment() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--settle", "-1"], "--settle: must be 0 or more"),
-        (["--scoring-processes", "0"], "--scoring-processes: must be at least 1"),
-        (["--scoring-processes", "many"], "--scoring-processes: 'many' is neither a number nor"),
+        (["--settle", "-1"], "--settle / TOOLSCORE_SETTLE: expected a number of seconds, 0 or"),
+        (
+            ["--scoring-processes", "0"],
+            "--scoring-processes / TOOLSCORE_SCORING_PROCESSES: expected a whole number greater "
+            "than 0 or auto, got '0'",
+        ),
+        (["--scoring-processes", "many"], "PROCESSES: expected a whole number .* got 'many'"),
     ],
 )
 def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -> None:
-    with pytest.raises(PipelineOptionError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse(argv)
 
 
@@ -102,7 +106,9 @@ def test_scoring_processes_default_to_two_on_postgresql_with_two_cores() -> None
 
 
 def test_invalid_environment_names_the_variable() -> None:
-    with pytest.raises(PipelineOptionError, match="TOOLSCORE_SETTLE: 'soon' is not a number"):
+    with pytest.raises(
+        ConfigError, match="--settle / TOOLSCORE_SETTLE: expected a number of seconds, got 'soon'"
+    ):
         parse([], {"TOOLSCORE_SETTLE": "soon"})
 
 
