@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
 from toolscore.collector.decode import (
     DecodeError,
@@ -52,7 +54,7 @@ class EvaluateOptions:
     config: ScoringConfig
     conversation_keys: tuple[str, ...] = DEFAULT_CONVERSATION_KEYS
     reference_key: str = DEFAULT_REFERENCE_KEY
-    include_handoffs: bool = True
+    control_calls: ControlCalls = DEFAULT_CONTROL
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +142,7 @@ def _score_all(engine: Any, options: EvaluateOptions) -> None:
         batch_size=200,
         worker_id="evaluate",
         clock_ns=lambda: now_ns,
-        include_handoffs=options.include_handoffs,
+        control_calls=options.control_calls,
     )
     while runner.run_once().claimed:
         pass

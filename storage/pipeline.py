@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -26,6 +27,10 @@ from toolscore.storage.base import Base, Int64, JsonOrNull, JsonType
 from toolscore.storage.base import (
     UtcDateTime as UtcDateTime,  # re-exported: long imported from here
 )
+
+# Conversations with telemetry left to prune (textually equal to migration 0005's index
+# predicate: SQLite uses a partial index only for queries containing the predicate as written).
+PRUNABLE = "pruned_at IS NULL OR pruned_through_ns <> last_span_received_ns"
 
 STATUS_OPEN = "open"
 STATUS_SCORED = "scored"
@@ -53,6 +58,11 @@ class Conversation(Base):
     expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Retention (migration 0006, storage/retention.py): telemetry received up to
+    # pruned_through_ns was deleted; the current revision's first pruned_calls calls came from it.
+    pruned_through_ns: Mapped[int | None] = mapped_column(Int64, nullable=True)
+    pruned_calls: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pruned_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # why no expectation was found (status unmatched), else NULL; migration 0005
     unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -60,6 +70,13 @@ class Conversation(Base):
         # The worker's "what is ready" query scans pending rows by their last span time.
         Index(None, "needs_scoring", "last_span_received_ns"),
         Index(None, "last_span_at"),
+        # Retention's "what is left to prune" (the predicate is storage.retention.PRUNABLE).
+        Index(
+            "ix_conversations_prunable",
+            "last_span_received_ns",
+            sqlite_where=text(PRUNABLE),
+            postgresql_where=text(PRUNABLE),
+        ),
     )
 
 

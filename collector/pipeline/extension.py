@@ -59,7 +59,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             process = ScoringProcess(
                 ctx.settings.db_url,
                 ctx.settings.config_path,
-                options.include_handoffs,
+                options.control_calls,
                 log_level=ctx.settings.log_level,
                 log_format=ctx.settings.log_format,
             )
@@ -82,7 +82,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 timing=timing,
                 observer=observe,
                 process=process,
-                include_handoffs=options.include_handoffs,
+                control_calls=options.control_calls,
                 limits=limits,
             )
             for _ in range(processes if process is not None else 1)
