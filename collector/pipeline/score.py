@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.pipeline.carry import after_pruning
@@ -223,7 +225,7 @@ def _compute_one(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     carried: Carried | None = None,
 ) -> _Computed:
     base: dict[str, Any] = {
@@ -232,7 +234,7 @@ def _compute_one(
         "root_span_id": row.root_span_id,
     }
     try:
-        rec = reconstruct(spans, logs, handoffs=handoffs)
+        rec = reconstruct(spans, logs, control_calls=control_calls)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         reason = storable_text(f"reconstruction failed: {exc!r}")
         return _Computed(status=STATUS_ERROR, error=reason, **base)
@@ -269,13 +271,13 @@ def compute(
     ids: Sequence[str],
     config: ScoringConfig,
     *,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
-    """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
-    leaves handoffs to other agents out of the calls
-    (:func:`toolscore.collector.reconstruct.reconstruct`). Conversations in ``refuse`` (id ->
-    reason) are not loaded: they get status ``error`` with that reason."""
+    """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
+    which framework control calls count (:func:`toolscore.collector.reconstruct.reconstruct`).
+    Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
+    that reason."""
     refuse = refuse or {}
     rows, trace_conv = heads_and_traces(conn, ids, without_traces=refuse)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
@@ -293,7 +295,9 @@ def compute(
     return [
         _refused(r, refuse[r.id])
         if r.id in refuse
-        else _compute_one(matcher, r, spans[r.id], logs[r.id], config, handoffs, pruned.get(r.id))
+        else _compute_one(
+            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
+        )
         for r in rows
     ]
 
