@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,9 +23,11 @@ from toolscore.collector.commands._table import (
     format_time,
     render_table,
 )
-from toolscore.collector.commands.common import add_db_argument, open_migrated_database
-from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
-from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
+from toolscore.collector.commands.common import add_db_argument, open_database
+from toolscore.collector.configuration import add_options, resolve_one
+from toolscore.collector.failure import Failure, UsageError
+from toolscore.collector.pipeline.options import HANDOFFS
+from toolscore.collector.safe_text import json_safe, safe_lines
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Connection, Engine
@@ -58,25 +59,15 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
-    show.add_argument(
-        "--handoffs",
-        choices=HANDOFF_CHOICES,
-        default=None,
-        help="rebuild the messages with handoffs to other agents (transfer_to_* calls) included or "
-        f"excluded, as serve --handoffs scored them (env {ENV_HANDOFFS}; default include)",
-    )
+    add_options(show, [HANDOFFS])  # rebuild the messages as serve --handoffs scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
 
 
-def _error(message: str) -> None:
-    print(safe_message(f"toolscore: {message}"), file=sys.stderr)
-
-
-def _open(args: argparse.Namespace) -> Engine | None:
-    """An engine on a database with the pipeline's tables, or None (error printed)."""
-    return open_migrated_database(args, "conversations", prog="toolscore")
+def _open(args: argparse.Namespace) -> Engine:
+    """An engine on a database with the pipeline's tables."""
+    return open_database(args, "conversations")
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -101,11 +92,8 @@ def _conversations(args: argparse.Namespace) -> int:
     from toolscore.storage import conversations as repo
 
     if args.limit < 1:
-        _error("--limit must be at least 1")
-        return 2
+        raise UsageError("--limit must be at least 1")
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             rows = repo.recent(conn, limit=args.limit, status=args.status)
@@ -176,13 +164,8 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    handoffs = args.handoffs or os.environ.get(ENV_HANDOFFS, "").strip().lower() or "include"
-    if handoffs not in HANDOFF_CHOICES:
-        _error(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
-        return 2
+    include_handoffs: bool = resolve_one(HANDOFFS, args, os.environ)
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             data = _load(
@@ -190,16 +173,14 @@ def _show(args: argparse.Namespace) -> int:
                 args.conversation,
                 revision=args.revision,
                 messages=not args.no_messages,
-                handoffs=handoffs == "include",
+                handoffs=include_handoffs,
             )
     finally:
         engine.dispose()
     if data is None:
-        _error(f"no conversation {args.conversation!r}")
-        return 1
+        raise Failure(f"no conversation {args.conversation!r}")
     if args.revision is not None and not data["tool_calls"] and not data["evaluations"]:
-        _error(f"conversation {args.conversation!r} has no revision {args.revision}")
-        return 1
+        raise Failure(f"conversation {args.conversation!r} has no revision {args.revision}")
     if args.json:
         print(json_safe(data, indent=2, default=str))
     else:

@@ -49,6 +49,15 @@ def _processes(text: str) -> int | None:
         raise ValueError("expected a whole number greater than 0 or auto") from None
 
 
+HANDOFFS = Option(
+    "--handoffs",
+    "include_handoffs",
+    "whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as tool calls",
+    parse=lambda text: choice(*HANDOFF_CHOICES)(text) == "include",
+    default=True,
+    metavar="include|exclude",
+    shown_default="include",
+)
 OPTIONS: tuple[Option, ...] = (
     Option(
         "--settle",
@@ -104,15 +113,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N|auto",
         shown_default="auto",
     ),
-    Option(
-        "--handoffs",
-        "include_handoffs",
-        "whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as tool calls",
-        parse=lambda text: choice(*HANDOFF_CHOICES)(text) == "include",
-        default=True,
-        metavar="include|exclude",
-        shown_default="include",
-    ),
+    HANDOFFS,
     Option(
         "--max-conversation-spans",
         "max_conversation_spans",
