@@ -20,7 +20,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from toolscore.collector.app import AppContext, Extension, ExtensionFactory
 from toolscore.collector.export.attributes import pass_label, threshold_for
-from toolscore.storage.status import Backlog, ScoredEvaluation, backlog_reader, evaluation_reader
+from toolscore.storage.pipeline import STATUS_ERROR, STATUS_OPEN, STATUS_SCORED, STATUS_UNMATCHED
+from toolscore.storage.status import (
+    Backlog,
+    ScoredEvaluation,
+    backlog_reader,
+    evaluation_reader,
+    status_counts_reader,
+)
 
 log = logging.getLogger("toolscore.activity")
 
@@ -38,8 +45,21 @@ _FIGURES: Mapping[str, tuple[str, Mapping[str, str]]] = {
 }
 
 
+# the label values of toolscore_conversations (bounded: these four and nothing else)
+STATUSES = (STATUS_OPEN, STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
+# conversations by status is a scan of the table: once every this many backlog polls
+COUNT_EVERY_POLLS = 4
+
+
 class BacklogGauges:
     def __init__(self, registry: CollectorRegistry) -> None:
+        self.by_status = Gauge(
+            "toolscore_conversations",
+            "Conversations in the database by status (open, scored, unmatched, error), read "
+            "every few polls.",
+            ["status"],
+            registry=registry,
+        )
         self.waiting = Gauge(
             "toolscore_conversations_waiting",
             "Conversations with spans not yet scored (open or re-opened by a late span).",
@@ -62,6 +82,10 @@ class BacklogGauges:
         self.oldest.set(value.oldest_waiting_s or 0.0)
         self.export.labels("pending").set(value.export_pending)
         self.export.labels("failing").set(value.export_failing)
+
+    def set_counts(self, counts: Mapping[str, int]) -> None:
+        for status in STATUSES:
+            self.by_status.labels(status).set(counts.get(status, 0))
 
 
 class EvaluationMetrics:
@@ -129,6 +153,11 @@ def counter_total(registry: CollectorRegistry, name: str, labels: Mapping[str, s
     return total
 
 
+def gauge_value(registry: CollectorRegistry, name: str) -> float:
+    """The value of the unlabelled gauge ``name`` (0 when it is not registered)."""
+    return registry.get_sample_value(name) or 0.0
+
+
 @dataclass(slots=True)
 class _Activity:
     """Counter totals at the last report, to print what changed since."""
@@ -142,11 +171,33 @@ class _Activity:
         return changed
 
 
-def activity_line(changed: Mapping[str, int], current: Backlog | None, every_s: float) -> str:
+def activity_fields(
+    changed: Mapping[str, int], current: Backlog | None, every_s: float, queued: int = 0
+) -> dict[str, float | int | None]:
+    """The activity line's figures as structured log fields (``--log-format json``)."""
+    fields: dict[str, float | int | None] = {
+        "interval_s": every_s,
+        "spans": changed["spans"],
+        "log_records": changed["log records"],
+        "scored": changed["scored"],
+        "unmatched": changed["unmatched"],
+        "failed": changed["failed"],
+        "ingest_queue": queued,
+    }
+    if current is not None:
+        fields["waiting"] = current.waiting
+        fields["oldest_waiting_s"] = current.oldest_waiting_s
+        fields["writeback_backlog"] = current.export_pending
+    return fields
+
+
+def activity_line(
+    changed: Mapping[str, int], current: Backlog | None, every_s: float, queued: int = 0
+) -> str:
     text = (
         f"last {every_s:g} s: received {changed['spans']} spans, "
         f"{changed['log records']} log records; conversations scored {changed['scored']}, "
-        f"unmatched {changed['unmatched']}, failed {changed['failed']}"
+        f"unmatched {changed['unmatched']}, failed {changed['failed']}; ingest queue {queued}"
     )
     if current is not None:
         oldest = (
@@ -164,6 +215,7 @@ class StatusReporter:
         read_backlog: Callable[[], Backlog],
         registry: CollectorRegistry,
         read_evaluations: EvaluationReader | None = None,
+        read_counts: Callable[[], Mapping[str, int]] | None = None,
         *,
         poll_s: float = 15.0,
         log_every_s: float = 60.0,
@@ -173,6 +225,8 @@ class StatusReporter:
         self._gauges = BacklogGauges(registry)
         self._evaluations = EvaluationMetrics(registry)
         self._read_evaluations = read_evaluations
+        self._read_counts = read_counts
+        self._polls = 0
         self._poll_s, self._log_every_s = poll_s, log_every_s
         self._activity = _Activity({})
         self._current: Backlog | None = None
@@ -202,6 +256,9 @@ class StatusReporter:
             self._current = await asyncio.to_thread(self._read)
             if self._read_evaluations is not None:
                 await asyncio.to_thread(self._poll_evaluations, self._read_evaluations)
+            if self._read_counts is not None and self._polls % COUNT_EVERY_POLLS == 0:
+                self._gauges.set_counts(await asyncio.to_thread(self._read_counts))
+            self._polls += 1
         except Exception as exc:  # the database's own health is reported elsewhere
             log.debug("backlog not read: %s", exc)
             return
@@ -217,8 +274,14 @@ class StatusReporter:
 
     def report(self) -> None:
         changed = self._activity.delta(self._registry)
-        if any(changed.values()) or (self._current is not None and self._current.waiting):
-            log.info("%s", activity_line(changed, self._current, self._log_every_s))
+        queued = int(gauge_value(self._registry, "toolscore_ingest_queue_items"))
+        if any(changed.values()) or queued or (self._current and self._current.waiting):
+            every, current = self._log_every_s, self._current
+            log.info(
+                "%s",
+                activity_line(changed, current, every, queued),
+                extra=activity_fields(changed, current, every, queued),
+            )
 
 
 def status_extension(poll_s: float = 15.0, log_every_s: float = 60.0) -> ExtensionFactory:
@@ -229,6 +292,7 @@ def status_extension(poll_s: float = 15.0, log_every_s: float = 60.0) -> Extensi
             backlog_reader(ctx.engine),
             ctx.metrics.registry,
             evaluation_reader(ctx.engine),
+            status_counts_reader(ctx.engine),
             poll_s=poll_s,
             log_every_s=log_every_s,
         )

@@ -50,6 +50,23 @@ def backlog_reader(engine: Engine) -> Callable[[], Backlog]:
     return read
 
 
+def conversations_by_status(conn: Connection) -> dict[str, int]:
+    """How many conversations have each status (a scan of ``conversations``: poll it rarely)."""
+    c = conversations.c
+    rows = conn.execute(select(c.status, func.count()).group_by(c.status)).all()
+    return {str(status): int(n) for status, n in rows}
+
+
+def status_counts_reader(engine: Engine) -> Callable[[], dict[str, int]]:
+    """:func:`conversations_by_status` on a connection of its own each call."""
+
+    def read() -> dict[str, int]:
+        with engine.connect() as conn:
+            return conversations_by_status(conn)
+
+    return read
+
+
 @dataclass(frozen=True, slots=True)
 class ScoredEvaluation:
     id: int

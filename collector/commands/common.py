@@ -17,7 +17,7 @@ from toolscore.collector.failure import Failure
 from toolscore.collector.settings import DB, DB_ENV, DEFAULT_DB_URL, resolve_db_url
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from toolscore.storage.database import Engine
 
 __all__ = [
     "DB_ENV",
@@ -52,12 +52,13 @@ def database_errors(url: str, doing: str = "") -> Iterator[None]:
     """What the database raised inside, as a :class:`Failure` naming the database with its
     password hidden (also in the driver's message, which may quote parts of the URL);
     ``doing`` (``"import failed, nothing imported"``) goes between them."""
+    from toolscore.storage.database import MissingTableError
     from toolscore.storage.engine import DatabaseMissingError, DatabaseUrlError, redact
     from toolscore.storage.url_safety import without_password
 
     try:
         yield
-    except (Failure, BrokenPipeError):
+    except (Failure, BrokenPipeError, MissingTableError):
         raise
     except DatabaseMissingError as exc:
         raise Failure(str(exc)) from None
@@ -81,22 +82,12 @@ def open_database(
     Raises :class:`UsageError` for a malformed URL, :class:`Failure` otherwise; the caller
     disposes of the engine.
     """
-    from toolscore.storage.engine import create_engine, redact
+    from toolscore.storage.database import MissingTableError, open_database
+    from toolscore.storage.engine import redact
 
     url = database_url(args)
-    with database_errors(url):
-        if upgrade:
-            from toolscore.storage import migrate
-
-            migrate.upgrade(url, "heads")
-        engine = create_engine(url, must_exist=not upgrade)
-        if table is None:
-            return engine
-        from sqlalchemy import inspect
-
-        with engine.connect() as conn:
-            ready = inspect(conn).has_table(table)
-    if not ready:
-        engine.dispose()
-        raise Failure(f"{redact(url)} has no {table} table: {hint}")
-    return engine
+    try:
+        with database_errors(url):
+            return open_database(url, must_exist=not upgrade, upgrade=upgrade, table=table)
+    except MissingTableError:
+        raise Failure(f"{redact(url)} has no {table} table: {hint}") from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.commands._table import (
@@ -24,9 +24,14 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
-from toolscore.collector.configuration import add_options, resolve_one
+from toolscore.collector.configuration import add_options
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.failure import Failure, UsageError
-from toolscore.collector.pipeline.options import HANDOFFS
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
 from toolscore.collector.safe_text import json_safe, safe_lines
 
 if TYPE_CHECKING:
@@ -59,7 +64,7 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
-    add_options(show, [HANDOFFS])  # rebuild the messages as serve --handoffs scored them
+    add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
@@ -164,7 +169,7 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    include_handoffs: bool = resolve_one(HANDOFFS, args, os.environ)
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
     try:
         with engine.connect() as conn:
@@ -173,7 +178,7 @@ def _show(args: argparse.Namespace) -> int:
                 args.conversation,
                 revision=args.revision,
                 messages=not args.no_messages,
-                handoffs=include_handoffs,
+                control_calls=control,
             )
     finally:
         engine.dispose()
@@ -194,7 +199,7 @@ def _load(
     *,
     revision: int | None,
     messages: bool,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from toolscore.storage import conversations as repo
@@ -259,12 +264,12 @@ def _load(
         ],
     }
     if messages:
-        data["messages"] = _messages(conn, conversation_id, handoffs=handoffs)
+        data["messages"] = _messages(conn, conversation_id, control_calls=control_calls)
     return data
 
 
 def _messages(
-    conn: Connection, conversation_id: str, *, handoffs: bool = True
+    conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
     from toolscore.collector.reconstruct import reconstruct
@@ -275,7 +280,7 @@ def _messages(
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), handoffs=handoffs)
+    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
     return [dict(m) for m in rebuilt.messages]
 
 
@@ -321,15 +326,22 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
     if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
+    pruned = conv.get("pruned_through_ns") is not None
+    if pruned:
+        when = dt_from_ns(conv["pruned_through_ns"])
+        lines.append(f"  spans pruned    received up to {format_time(when)} (span retention)")
     messages = data.get("messages")
     if messages is not None:
-        lines += ["", f"messages ({len(messages)}):"]
+        title = "messages received after the pruning" if pruned else "messages"
+        lines += ["", f"{title} ({len(messages)}):"]
         for message in messages:
             kind = str(message.get("type", "?"))
             content = clip(str(message.get("content") or ""), 90)
             lines.append(f"  {kind:6} {content}".rstrip())
             for call in message.get("tool_calls") or ():
                 lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    elif "messages" in data and pruned:
+        lines += ["", "messages: pruned (span retention deleted the spans; calls and scores kept)"]
     elif "messages" in data:
         lines += ["", "messages: (no spans stored for this conversation)"]
 
@@ -385,6 +397,10 @@ def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
     reasons: Sequence[Any] = details.get("reasons") or ()
     lines.extend(f"    - {reason}" for reason in reasons)
     return lines
+
+
+def dt_from_ns(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
 def _parse(value: str | None) -> datetime | None:

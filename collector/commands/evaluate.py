@@ -17,14 +17,15 @@ from typing import Any
 from toolscore.collector.configuration import add_options, resolve
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
 from toolscore.collector.failure import UsageError
+from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
 from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
 from toolscore.collector.settings import CONFIG
 
 # The scoring configuration (not checked for existence here: loading it names a missing file)
-# and the pipeline options that decide which calls are scored, read as serve reads them.
+# and the pipeline options that decide what a conversation is, read as serve reads them.
 OPTIONS = (
     CONFIG,
-    *(o for o in PIPELINE if o.flag in ("--conversation-key", "--reference-key", "--handoffs")),
+    *(o for o in PIPELINE if o.flag in ("--conversation-key", "--reference-key")),
 )
 
 
@@ -37,6 +38,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="OTLP/JSON lines")
     parser.add_argument("--refs", required=True, type=Path, metavar="FILE", help="expectations")
     add_options(parser, OPTIONS)  # --config and, as for serve, --conversation-key, ...
+    add_options(parser, CONTROL_CALLS_OPTIONS)
     for flag, text in (
         ("--fail-under", "exit status 1 when METRIC's mean is below VALUE (repeatable)"),
         ("--pass-threshold", "score at or above which METRIC passes (default 1.0)"),
@@ -58,6 +60,7 @@ def _handle(args: argparse.Namespace) -> int:
         gate = _gate(args, names)
         expectations = load_refs_file(args.refs, metric_names=names)
         loaded = load(args.traces)
+        control = control_calls_from(args, os.environ)
     except (ConfigError, EvaluateError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     except RefsFileError as exc:
@@ -67,7 +70,7 @@ def _handle(args: argparse.Namespace) -> int:
         config,
         given["conversation_keys"] or DEFAULT_CONVERSATION_KEYS,
         given["reference_key"] or DEFAULT_REFERENCE_KEY,
-        given["include_handoffs"],
+        control,
     )
     print(
         f"toolscore evaluate: {len(loaded.spans)} spans, {len(loaded.logs)} log records"

@@ -25,8 +25,7 @@ from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.safe_text import json_safe, safe_lines, terminal_safe
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
+    from toolscore.storage.database import Engine
     from toolscore.storage.expectations import ExpectationRow
 
 

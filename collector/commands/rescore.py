@@ -20,7 +20,9 @@ from toolscore.collector.commands.common import (
     open_database,
 )
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.configuration import add_options
 from toolscore.collector.failure import UsageError
+from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
 from toolscore.collector.rescoring import RunError, rescore, resolve_config, start_run
 
 
@@ -40,6 +42,7 @@ def register(subparsers: Any) -> None:
         help="scoring configuration file (env TOOLSCORE_CONFIG; default: the metric instances "
         "the server recorded in the database, else the Ragas defaults)",
     )
+    add_options(parser, CONTROL_CALLS_OPTIONS)
     parser.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     parser.add_argument(
         "--force", action="store_true", help="write a new revision even when nothing changed"
@@ -69,6 +72,7 @@ class ProgressBar:
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
 
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     url = database_url(args)
     engine = open_database(args)
     try:
@@ -97,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             with database_errors(url):
                 summary = rescore(
-                    engine, config, the_run, force=args.force, progress=ProgressBar(sys.stderr)
+                    engine,
+                    config,
+                    the_run,
+                    force=args.force,
+                    progress=ProgressBar(sys.stderr),
+                    control_calls=control,
                 )
         except KeyboardInterrupt:
             print(

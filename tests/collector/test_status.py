@@ -19,7 +19,7 @@ from tests.collector.pipeline.e2e import (
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.collector.status import activity_line, status_extension
+from toolscore.collector.status import activity_fields, activity_line, status_extension
 from toolscore.storage.expectations import ExpectationData
 from toolscore.storage.status import Backlog
 
@@ -65,6 +65,11 @@ def test_gauges_show_the_backlog_and_the_log_line_counts_what_happened(
         provider.shutdown()
     assert _gauge(after, "toolscore_conversations_waiting") == 0
     assert _gauge(after, "toolscore_export_backlog_evaluations") == 0
+    by_status = {
+        status: _gauge(after, f'toolscore_conversations{{status="{status}"}}')
+        for status in ("open", "scored", "unmatched", "error")
+    }
+    assert by_status == {"open": 0, "scored": 3, "unmatched": 1, "error": 0}
     lines = [r.getMessage() for r in caplog.records if r.name == "toolscore.activity"]
     spans = sum(int(m.split("received ")[1].split(" spans")[0]) for m in lines)
     scored = sum(int(m.split("scored ")[1].split(",")[0]) for m in lines)
@@ -88,10 +93,22 @@ def count_spans(db_url: str) -> int:
 def test_the_line_names_every_figure() -> None:
     changed = {"spans": 7, "log records": 2, "scored": 1, "unmatched": 0, "failed": 0}
     backlog = Backlog(waiting=4, oldest_waiting_s=12.4, export_pending=3, export_failing=1)
-    assert activity_line(changed, backlog, 60) == (
+    assert activity_line(changed, backlog, 60, queued=5) == (
         "last 60 s: received 7 spans, 2 log records; conversations scored 1, unmatched 0, "
-        "failed 0; waiting 4, oldest 12 s; write-back backlog 3"
+        "failed 0; ingest queue 5; waiting 4, oldest 12 s; write-back backlog 3"
     )
+    assert activity_fields(changed, backlog, 60, queued=5) == {
+        "interval_s": 60,
+        "spans": 7,
+        "log_records": 2,
+        "scored": 1,
+        "unmatched": 0,
+        "failed": 0,
+        "ingest_queue": 5,
+        "waiting": 4,
+        "oldest_waiting_s": 12.4,
+        "writeback_backlog": 3,
+    }
 
 
 def test_serve_logs_its_activity_and_exports_the_gauges(sqlite_url: str, tmp_path: Path) -> None:
