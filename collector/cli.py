@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "toolscore.collector.commands.report",
     "toolscore.collector.commands.export",
     "toolscore.collector.commands.rescore",
+    "toolscore.collector.commands.prune",
 )
 
 

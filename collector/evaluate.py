@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
 from toolscore.collector.decode import (
     DecodeError,
@@ -35,10 +37,9 @@ from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.worker import RoundRunner
 from toolscore.scorer import ScoringConfig
-from toolscore.storage.engine import create_engine
+from toolscore.storage.database import open_database
 from toolscore.storage.expectations import ExpectationData, import_expectations
 from toolscore.storage.history import ConversationOutcome, outcomes
-from toolscore.storage.migrate import upgrade
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ALL_AT_ONCE = Timing(settle_s=0.0, idle_s=0.0)
@@ -53,7 +54,7 @@ class EvaluateOptions:
     config: ScoringConfig
     conversation_keys: tuple[str, ...] = DEFAULT_CONVERSATION_KEYS
     reference_key: str = DEFAULT_REFERENCE_KEY
-    include_handoffs: bool = True
+    control_calls: ControlCalls = DEFAULT_CONTROL
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +106,7 @@ def evaluate(
     """Store, match and score ``loaded`` on a temporary database; every conversation's outcome."""
     with tempfile.TemporaryDirectory(prefix="toolscore-evaluate-") as workdir:
         url = f"sqlite:///{Path(workdir) / 'evaluate.db'}"
-        upgrade(url)
-        engine = create_engine(url)
+        engine = open_database(url, upgrade=True)
         try:
             with engine.begin() as conn:
                 import_expectations(conn, expectations)
@@ -142,7 +142,7 @@ def _score_all(engine: Any, options: EvaluateOptions) -> None:
         batch_size=200,
         worker_id="evaluate",
         clock_ns=lambda: now_ns,
-        include_handoffs=options.include_handoffs,
+        control_calls=options.control_calls,
     )
     while runner.run_once().claimed:
         pass

@@ -25,25 +25,30 @@ import bisect
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from toolscore.collector.conventions import Exchange, Message, ToolExecution, extract_observations
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.conventions import (
+    Exchange,
+    Message,
+    ToolExecution,
+    extract_observations,
+    registry_for,
+)
 from toolscore.collector.conventions.definitions import parameter_names
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
+from toolscore.collector.transcript import Call as _Call
+from toolscore.collector.transcript import Entry as _Entry
+from toolscore.collector.transcript import drop_control_calls
 
 __all__ = ["ReconstructedCall", "Reconstruction", "reconstruct"]
 
 HANDOFF_PREFIX = "handoff to "  # OpenAI Agents handoff TOOL spans: not tool calls
-TRANSFER_PREFIX = "transfer_to_"  # how the OpenAI Agents SDK names handoffs to the model
-
-
-def is_handoff(name: str) -> bool:
-    """A handoff to another agent (docs/conventions.md, pitfall 14), not a call of a tool."""
-    return name.startswith(TRANSFER_PREFIX) or name.startswith(HANDOFF_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +75,6 @@ class Reconstruction:
     # what was rebuilt is incomplete, so scoring it would score a conversation that did not
     # happen (a call inside an unreadable span simply vanishes). Empty: nothing was skipped.
     unread: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class _Call:
-    name: str
-    arguments: Any
-    call_id: str | None
-    trace_id: str
-    span_id: str | None
-    convention: str
-    execution: ToolExecution | None = None
-
-
-@dataclass(slots=True)
-class _Entry:
-    role: str
-    key: tuple[int, int]  # (trace rank, time) for inserting calls seen only on tool spans
-    content: str = ""
-    calls: list[_Call] = field(default_factory=list)
-    tool_call_id: str | None = None
 
 
 def _canon_text(value: Any) -> str:
@@ -357,34 +342,6 @@ def _insert_orphans(
         transcript.entries.insert(index, _Entry("assistant", key, "", [call]))
 
 
-def _drop_handoffs(transcript: _Transcript) -> None:
-    """Leave handoff calls out, with their results (by call id; without ids, the results that
-    follow an assistant message left with no call). Its text, if any, stays."""
-    dropped: set[str] = set()
-    kept: list[_Entry] = []
-    orphan_results = 0
-    for entry in transcript.entries:
-        if entry.role == "tool":
-            if entry.tool_call_id in dropped:
-                continue
-            if not entry.tool_call_id and orphan_results:
-                orphan_results -= 1
-                continue
-            kept.append(entry)
-            continue
-        orphan_results = 0
-        handoffs = [c for c in entry.calls if is_handoff(c.name)]
-        if handoffs:
-            dropped.update(c.call_id for c in handoffs if c.call_id)
-            entry.calls = [c for c in entry.calls if not is_handoff(c.name)]
-            if not entry.calls:
-                orphan_results = len(handoffs)
-                if not entry.content.strip():
-                    continue
-        kept.append(entry)
-    transcript.entries = kept
-
-
 def _decode_call(call: _Call, params: dict[str, tuple[str, ...]]) -> DecodedArgs:
     requested = decode_tool_input(call.arguments) if call.arguments is not None else None
     if requested is not None and requested.ok:
@@ -451,16 +408,20 @@ def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | 
 
 
 def reconstruct(
-    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = (), *, handoffs: bool = True
+    spans: Sequence[SpanRecord],
+    logs: Sequence[LogRecordData] = (),
+    *,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> Reconstruction:
     """Rebuild the messages and the ordered tool calls of one conversation. Never raises.
 
-    ``handoffs=False`` leaves out handoffs to other agents (``transfer_to_*`` calls).
+    ``control_calls`` says which framework control calls (handoffs, final answers...) count as
+    tool calls; by default none do.
     """
     warnings: list[str] = []
     unread: list[str] = []
     try:
-        return _reconstruct(spans, logs, warnings, handoffs, unread)
+        return _reconstruct(spans, logs, warnings, control_calls, unread)
     except Exception as exc:  # last line of defence: keep the conversation, report the problem
         reason = f"reconstruction failed: {type(exc).__name__}: {exc}"
         warnings.append(reason)
@@ -471,11 +432,11 @@ def _reconstruct(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     warnings: list[str],
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     unread: list[str] | None = None,
 ) -> Reconstruction:
     unread = unread if unread is not None else []
-    observations, extract_warnings = extract_observations(spans, logs)
+    observations, extract_warnings = extract_observations(spans, logs, registry_for(control_calls))
     # Its only warnings are a convention failing on a span or on the log records: each is
     # telemetry that did not make it into the rebuilt conversation.
     unread.extend(extract_warnings)
@@ -491,8 +452,7 @@ def _reconstruct(
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
     orphans = _attach(transcript.calls(), executions, warnings, canon)
     _insert_orphans(transcript, orphans, ranks)
-    if not handoffs:
-        _drop_handoffs(transcript)
+    drop_control_calls(transcript.entries, control_calls)
 
     params = parameter_names(spans)
     calls: list[ReconstructedCall] = []

@@ -30,7 +30,6 @@ _COMPARED = (
 )
 
 
-
 @dataclass(frozen=True, slots=True)
 class RescoreSummary:
     run_id: str
@@ -93,8 +92,10 @@ def rescore(
     force: bool = False,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     progress: Callable[[int, int], None] | None = None,
+    control_calls: Any = None,
 ) -> RescoreSummary:
-    """Re-score what ``run`` covers and has not done yet; returns what happened."""
+    """Re-score what ``run`` covers and has not done yet; returns what happened.
+    ``control_calls`` (a ``ControlCalls``; None: the default) as ``serve --control-calls``."""
     from toolscore.collector.pipeline.score import compute, write
     from toolscore.storage import rescore as runs
 
@@ -109,7 +110,11 @@ def rescore(
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
         with engine.connect() as read:
-            computed = compute(read, chunk, config)
+            computed = (
+                compute(read, chunk, config)
+                if control_calls is None
+                else compute(read, chunk, config, control_calls=control_calls)
+            )
             current = runs.current_evaluations(read, chunk)
             read.rollback()
         by_id = {c.conversation_id: c for c in computed}

@@ -28,6 +28,7 @@ from toolscore.collector.configuration import (
 if TYPE_CHECKING:
     from toolscore.collector.export.settings import ExportSettings
     from toolscore.collector.pipeline.options import PipelineOptions
+    from toolscore.collector.retention import RetentionOptions
 
 DB_ENV = "TOOLSCORE_DB"
 DEFAULT_DB_URL = "sqlite:///./toolscore.db"
@@ -376,22 +377,25 @@ class ServeConfig:
     pipeline: PipelineOptions
     export: ExportSettings | None  # None: no write-back
     thresholds: Mapping[str, float]  # --pass-threshold
+    retention: RetentionOptions  # --span-retention
 
 
 def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
     """Every ``serve`` option (flags > ``environ`` > defaults); raises ConfigError."""
     from toolscore.collector.export.options import settings_from
     from toolscore.collector.pipeline.options import options_from
+    from toolscore.collector.retention import options_from as retention_from
 
     settings = Settings.from_args(args, environ)
     pipeline = options_from(args, environ)
     export, thresholds = settings_from(args, environ)
-    return ServeConfig(settings, pipeline, export, thresholds)
+    return ServeConfig(settings, pipeline, export, thresholds, retention_from(args, environ))
 
 
 def serve_options() -> tuple[Option, ...]:
     """Every ``serve`` option, in ``--help`` order."""
     from toolscore.collector.export.settings import OPTIONS as EXPORT
     from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
+    from toolscore.collector.retention import OPTIONS as RETENTION
 
-    return OPTIONS + PIPELINE + EXPORT
+    return OPTIONS + PIPELINE + EXPORT + RETENTION

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Select, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
@@ -29,6 +29,19 @@ def insert_for(conn: Connection, table: Table) -> Any:
 def supports_skip_locked(conn: Connection) -> bool:
     """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
     return conn.dialect.name == "postgresql"
+
+
+def backend_name(url: str) -> str:
+    """``"postgresql"`` or ``"sqlite"``: the database ``url`` names."""
+    from toolscore.storage.engine import normalize_url
+
+    return str(normalize_url(url).get_backend_name())
+
+
+def concurrent_writers(backend: str) -> bool:
+    """Whether write transactions on one database run at once (PostgreSQL, row locks) or one at
+    a time (SQLite: one file, one writer), e.g. whether a second scoring process can help."""
+    return backend == "postgresql"
 
 
 def one_writer(conn: Connection) -> bool:
@@ -164,3 +177,59 @@ def _copy_ignore_duplicates(
             for row in rows:
                 copy.write_row(row)
         cursor.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {staging}" + on_conflict)
+
+
+def skip_locked(conn: Connection, query: Select[Any]) -> Select[Any]:
+    """``query`` locking the rows it returns for this transaction, without waiting for rows
+    another transaction holds (PostgreSQL ``FOR UPDATE SKIP LOCKED``: those are skipped).
+    SQLite has no row locks: the caller's transaction must already hold the write lock (begin
+    with a write) or accept that the rows may change before it writes."""
+    if conn.dialect.name == "postgresql":
+        return query.with_for_update(skip_locked=True)
+    return query
+
+
+def take_write_lock(conn: Connection) -> None:
+    """SQLite: take the database's write lock now, at the start of the caller's transaction
+    (a transaction that reads first and writes later can fail with SQLITE_BUSY when another
+    connection wrote in between). PostgreSQL: nothing (row locks are taken by the statements)."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("UPDATE conversations SET id = id WHERE 0")
+
+
+def database_bytes(conn: Connection) -> tuple[int, int] | None:
+    """(size, free) in bytes: SQLite the file's pages and the free ones among them (reused by
+    later writes); PostgreSQL the size of ``spans`` and ``log_records`` with their indexes and
+    TOAST (free space inside them is not measurable cheaply: 0). None when unknown."""
+    name = conn.dialect.name
+    if name == "sqlite":
+        page = int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
+        pages = int(conn.exec_driver_sql("PRAGMA page_count").scalar_one())
+        free = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
+        return pages * page, free * page
+    if name == "postgresql":
+        size = conn.exec_driver_sql(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "WHERE c.relname IN ('spans', 'log_records') OR c.oid IN (SELECT inhrelid FROM "
+            "pg_inherits WHERE inhparent IN ('spans'::regclass, 'log_records'::regclass))"
+        ).scalar_one()
+        return int(size), 0
+    return None
+
+
+def release_free_pages(conn: Connection, pages: int) -> int:
+    """SQLite with ``auto_vacuum=INCREMENTAL``: give up to ``pages`` free pages back to the file
+    system (``PRAGMA incremental_vacuum``); returns how many were released. Elsewhere (and on
+    SQLite files created without it) nothing: free pages are reused by later writes."""
+    if conn.dialect.name != "sqlite":
+        return 0
+    if int(conn.exec_driver_sql("PRAGMA auto_vacuum").scalar_one()) != 2:
+        return 0
+    before = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
+    take_write_lock(conn)  # one transaction for the whole batch, not one commit per page
+    # Python's sqlite3 steps a statement without result columns once, and each step of
+    # incremental_vacuum releases one page: so one execution per page.
+    for _ in range(min(pages, before)):
+        conn.exec_driver_sql("PRAGMA incremental_vacuum(1)")
+    after = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
+    return before - after

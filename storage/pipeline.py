@@ -12,51 +12,25 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     Boolean,
-    DateTime,
     Float,
     Index,
     Integer,
     Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
+    text,
 )
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.storage.base import Base, Int64, JsonType
+from toolscore.storage.base import Base, Int64, JsonOrNull, JsonType
+from toolscore.storage.base import (
+    UtcDateTime as UtcDateTime,  # re-exported: long imported from here
+)
 
-# Python ``None`` stored as SQL NULL (not JSON ``null``) so "no arguments decoded" is queryable.
-JsonOrNull = JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
-
-
-class UtcDateTime(TypeDecorator[dt.datetime]):
-    """A timezone-aware UTC timestamp on both dialects (SQLite keeps no zone; we restore UTC)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware UTC time")
-        value = value.astimezone(dt.UTC)
-        # SQLite compares timestamps as text: store them naive so every row has one format.
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(
-        self, value: dt.datetime | None, dialect: Dialect
-    ) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC)
-
+# Conversations with telemetry left to prune (textually equal to migration 0005's index
+# predicate: SQLite uses a partial index only for queries containing the predicate as written).
+PRUNABLE = "pruned_at IS NULL OR pruned_through_ns <> last_span_received_ns"
 
 STATUS_OPEN = "open"
 STATUS_SCORED = "scored"
@@ -84,6 +58,11 @@ class Conversation(Base):
     expectation_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     expectation_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Retention (migration 0006, storage/retention.py): telemetry received up to
+    # pruned_through_ns was deleted; the current revision's first pruned_calls calls came from it.
+    pruned_through_ns: Mapped[int | None] = mapped_column(Int64, nullable=True)
+    pruned_calls: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pruned_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # why no expectation was found (status unmatched), else NULL; migration 0005
     unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -91,6 +70,13 @@ class Conversation(Base):
         # The worker's "what is ready" query scans pending rows by their last span time.
         Index(None, "needs_scoring", "last_span_received_ns"),
         Index(None, "last_span_at"),
+        # Retention's "what is left to prune" (the predicate is storage.retention.PRUNABLE).
+        Index(
+            "ix_conversations_prunable",
+            "last_span_received_ns",
+            sqlite_where=text(PRUNABLE),
+            postgresql_where=text(PRUNABLE),
+        ),
     )
 
 

@@ -357,23 +357,41 @@ def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
         yield batch
 
 
-def load_spans(conn: Connection, trace_ids: Sequence[str]) -> list[SpanRecord]:
-    """Every stored span of ``trace_ids``, ordered by trace, start time, then span id."""
+def load_spans(
+    conn: Connection, trace_ids: Sequence[str], after_ns: Mapping[str, int] | None = None
+) -> list[SpanRecord]:
+    """Every stored span of ``trace_ids``, ordered by trace, start time, then span id.
+
+    ``after_ns`` (trace id -> Unix ns): of those traces, only spans received after that time
+    (a pruned conversation's mark, storage/retention.py)."""
     out: list[SpanRecord] = []
     columns = [spans_table.c[name] for name in _SPAN_READ_COLUMNS]
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(*columns).where(spans_table.c.trace_id.in_(chunk))
+        stmt = select(*columns, spans_table.c.received_at_ns).where(
+            spans_table.c.trace_id.in_(chunk)
+        )
         # fetchall: one driver call per chunk, not one per row (the scoring hot path)
-        out.extend(_span_from_values(*r) for r in conn.execute(stmt).fetchall())
+        rows = conn.execute(stmt).fetchall()
+        if after_ns:
+            rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
+        out.extend(_span_from_values(*r[:-1]) for r in rows)
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
 
 
-def load_logs(conn: Connection, trace_ids: Sequence[str]) -> list[LogRecordData]:
-    """Every stored log record of ``trace_ids``, in time order (then arrival order)."""
+def load_logs(
+    conn: Connection, trace_ids: Sequence[str], after_ns: Mapping[str, int] | None = None
+) -> list[LogRecordData]:
+    """Every stored log record of ``trace_ids``, in time order (then arrival order);
+    ``after_ns`` as for :func:`load_spans`."""
     rows: list[tuple[int, int, LogRecordData]] = []
+    after = after_ns or {}
     for chunk in _chunks(dict.fromkeys(trace_ids)):
         stmt = select(log_records_table).where(log_records_table.c.trace_id.in_(chunk))
-        rows.extend((r["time_ns"], r["id"], log_from_row(r)) for r in conn.execute(stmt).mappings())
+        rows.extend(
+            (r["time_ns"], r["id"], log_from_row(r))
+            for r in conn.execute(stmt).mappings()
+            if r["received_at_ns"] > after.get(r["trace_id"], -1)
+        )
     rows.sort(key=lambda t: (t[0], t[1]))
     return [r[2] for r in rows]

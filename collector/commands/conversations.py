@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.commands._table import (
@@ -25,7 +25,13 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_migrated_database
-from toolscore.collector.pipeline.options import ENV_HANDOFFS, HANDOFF_CHOICES
+from toolscore.collector.configuration import add_options
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
 
 if TYPE_CHECKING:
@@ -58,13 +64,7 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
-    show.add_argument(
-        "--handoffs",
-        choices=HANDOFF_CHOICES,
-        default=None,
-        help="rebuild the messages with handoffs to other agents (transfer_to_* calls) included or "
-        f"excluded, as serve --handoffs scored them (env {ENV_HANDOFFS}; default include)",
-    )
+    add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
@@ -176,10 +176,7 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    handoffs = args.handoffs or os.environ.get(ENV_HANDOFFS, "").strip().lower() or "include"
-    if handoffs not in HANDOFF_CHOICES:
-        _error(f"{ENV_HANDOFFS}: expected include or exclude, got {handoffs!r}")
-        return 2
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
     if engine is None:
         return 1
@@ -190,7 +187,7 @@ def _show(args: argparse.Namespace) -> int:
                 args.conversation,
                 revision=args.revision,
                 messages=not args.no_messages,
-                handoffs=handoffs == "include",
+                control_calls=control,
             )
     finally:
         engine.dispose()
@@ -213,7 +210,7 @@ def _load(
     *,
     revision: int | None,
     messages: bool,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from toolscore.storage import conversations as repo
@@ -278,12 +275,12 @@ def _load(
         ],
     }
     if messages:
-        data["messages"] = _messages(conn, conversation_id, handoffs=handoffs)
+        data["messages"] = _messages(conn, conversation_id, control_calls=control_calls)
     return data
 
 
 def _messages(
-    conn: Connection, conversation_id: str, *, handoffs: bool = True
+    conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
     from toolscore.collector.reconstruct import reconstruct
@@ -294,7 +291,7 @@ def _messages(
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), handoffs=handoffs)
+    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
     return [dict(m) for m in rebuilt.messages]
 
 
@@ -340,15 +337,22 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
     if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
 
+    pruned = conv.get("pruned_through_ns") is not None
+    if pruned:
+        when = dt_from_ns(conv["pruned_through_ns"])
+        lines.append(f"  spans pruned    received up to {format_time(when)} (span retention)")
     messages = data.get("messages")
     if messages is not None:
-        lines += ["", f"messages ({len(messages)}):"]
+        title = "messages received after the pruning" if pruned else "messages"
+        lines += ["", f"{title} ({len(messages)}):"]
         for message in messages:
             kind = str(message.get("type", "?"))
             content = clip(str(message.get("content") or ""), 90)
             lines.append(f"  {kind:6} {content}".rstrip())
             for call in message.get("tool_calls") or ():
                 lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    elif "messages" in data and pruned:
+        lines += ["", "messages: pruned (span retention deleted the spans; calls and scores kept)"]
     elif "messages" in data:
         lines += ["", "messages: (no spans stored for this conversation)"]
 
@@ -404,6 +408,10 @@ def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
     reasons: Sequence[Any] = details.get("reasons") or ()
     lines.extend(f"    - {reason}" for reason in reasons)
     return lines
+
+
+def dt_from_ns(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
 def _parse(value: str | None) -> datetime | None:

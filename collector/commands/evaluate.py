@@ -14,7 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolscore.collector.configuration import add_options
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -40,12 +45,7 @@ def register(subparsers: Any) -> None:
         metavar="ATTR",
         help=f"span attribute naming the expectation (default {DEFAULT_REFERENCE_KEY})",
     )
-    parser.add_argument(
-        "--handoffs",
-        choices=("include", "exclude"),
-        default="include",
-        help="count handoffs to other agents as tool calls (default include, as serve)",
-    )
+    add_options(parser, CONTROL_CALLS_OPTIONS)
     for flag, text in (
         ("--fail-under", "exit status 1 when METRIC's mean is below VALUE (repeatable)"),
         ("--pass-threshold", "score at or above which METRIC passes (default 1.0)"),
@@ -67,6 +67,7 @@ def _handle(args: argparse.Namespace) -> int:
         gate = _gate(args, names)
         expectations = load_refs_file(args.refs, metric_names=names)
         loaded = load(args.traces)
+        control = control_calls_from(args, os.environ)
     except (ConfigError, EvaluateError, ValueError) as exc:
         return _usage(str(exc))
     except RefsFileError as exc:
@@ -75,7 +76,7 @@ def _handle(args: argparse.Namespace) -> int:
         config,
         tuple(args.conversation_key or DEFAULT_CONVERSATION_KEYS),
         args.reference_key,
-        args.handoffs == "include",
+        control,
     )
     print(
         f"toolscore evaluate: {len(loaded.spans)} spans, {len(loaded.logs)} log records"

@@ -17,6 +17,11 @@ from typing import IO, Any
 
 from toolscore.collector.commands.common import add_db_argument, resolve_db_url
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.configuration import add_options
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
 from toolscore.collector.rescoring import config_hash, rescore, resolve_config
 
 
@@ -36,6 +41,7 @@ def register(subparsers: Any) -> None:
         help="scoring configuration file (env TOOLSCORE_CONFIG; default: the metric instances "
         "the server recorded in the database, else the Ragas defaults)",
     )
+    add_options(parser, CONTROL_CALLS_OPTIONS)
     parser.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     parser.add_argument(
         "--force", action="store_true", help="write a new revision even when nothing changed"
@@ -64,11 +70,13 @@ class ProgressBar:
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
 
+    control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url)
+        engine = open_database(url)
     except DatabaseUrlError as exc:
         print(f"toolscore rescore: {exc}", file=sys.stderr)
         return 2
@@ -113,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"rescore run {the_run.id}", file=sys.stderr)
         try:
             summary = rescore(
-                engine, config, the_run, force=args.force, progress=ProgressBar(sys.stderr)
+                engine,
+                config,
+                the_run,
+                force=args.force,
+                progress=ProgressBar(sys.stderr),
+                control_calls=control,
             )
         except KeyboardInterrupt:
             print(

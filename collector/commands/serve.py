@@ -35,11 +35,13 @@ def extensions(config: ServeConfig) -> list[ExtensionFactory]:
     """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
     from toolscore.collector.export.extension import export_extension
     from toolscore.collector.pipeline.extension import pipeline_extension
+    from toolscore.collector.retention import retention_extension
     from toolscore.collector.status import status_extension
 
     return [
         pipeline_extension(config.pipeline),
         export_extension(config.export, dict(config.thresholds)),
+        retention_extension(config.retention),
         status_extension(log_every_s=config.settings.log_interval_s),
     ]
 

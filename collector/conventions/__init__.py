@@ -9,7 +9,12 @@ Adding a convention = adding one module and one line here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
+from toolscore.collector.control_calls import (
+    SMOLAGENTS_FINAL_ANSWER,
+    ControlCalls,
+)
 from toolscore.collector.conventions.base import (
     Convention,
     Exchange,
@@ -41,22 +46,35 @@ __all__ = [
     "ToolCallRef",
     "ToolExecution",
     "extract_observations",
+    "registry_for",
 ]
 
-REGISTRY: tuple[Convention, ...] = (
-    PydanticAI(),
-    LogfireOpenAIAgents(),
-    Strands(),
-    GoogleADK(),
-    VercelAI(),
-    Mastra(),  # before OtelGenAI: its execute_tool spans are GenAI-shaped
-    Haystack(),
-    Smolagents(),  # OpenInference spans with smolagents' own history and final_answer
-    OpenInference(),
-    OtelGenAI(),
-    OpenLLMetry(),
-    OtelGenAIEvents(),
-)
+
+@cache
+def _registry(final_answer: bool) -> tuple[Convention, ...]:
+    return (
+        PydanticAI(),
+        LogfireOpenAIAgents(),
+        Strands(),
+        GoogleADK(),
+        VercelAI(),
+        Mastra(),  # before OtelGenAI: its execute_tool spans are GenAI-shaped
+        Haystack(),
+        Smolagents(control_calls=final_answer),  # OpenInference spans, smolagents' own history
+        OpenInference(),
+        OtelGenAI(),
+        OpenLLMetry(),
+        OtelGenAIEvents(),
+    )
+
+
+def registry_for(control: ControlCalls) -> tuple[Convention, ...]:
+    """The registry reading control calls as ``control`` says (smolagents' ``final_answer`` is
+    turned into the run's text answer while its spans are read)."""
+    return _registry(control.includes(SMOLAGENTS_FINAL_ANSWER))
+
+
+REGISTRY: tuple[Convention, ...] = _registry(False)
 
 
 def extract_observations(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from toolscore.collector.configuration import (
@@ -14,8 +15,10 @@ from toolscore.collector.configuration import (
     resolve,
     seconds,
 )
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import HANDOFF, ControlCallError, ControlCalls
 
-ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"
+ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"  # deprecated: TOOLSCORE_CONTROL_CALLS
 HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
@@ -35,7 +38,8 @@ class PipelineOptions:
     separate_process: bool = False
     # With separate_process: how many child processes score; None: auto (see processes_for).
     scoring_processes: int | None = None
-    include_handoffs: bool = True  # transfer_to_* calls (handoffs to other agents) count
+    # Which framework control calls (handoffs, final answers) count as tool calls.
+    control_calls: ControlCalls = DEFAULT_CONTROL
     # More spans: the conversation is not loaded (status error, with the reason).
     max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
 
@@ -47,6 +51,66 @@ def _processes(text: str) -> int | None:
         return positive_int(text)
     except ValueError:
         raise ValueError("expected a whole number greater than 0 or auto") from None
+
+
+def _control_calls(text: str) -> ControlCalls:
+    try:
+        return ControlCalls.parse([text], "")
+    except ControlCallError as exc:
+        raise ValueError(str(exc).removeprefix(": ")) from None
+
+
+# serve, show, evaluate and rescore read these alike (docs/conventions.md, "Control calls")
+CONTROL_CALLS_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--control-calls",
+        "control_calls",
+        "whether framework control calls (handoffs to other agents, smolagents' final_answer, "
+        "Pydantic AI's final_result, CrewAI delegation) count as tool calls: exclude or "
+        "include, then per kind include=KIND[,KIND] / exclude=KIND, separated by spaces (kinds: "
+        "handoff, smolagents.final_answer, pydantic_ai.final_result, crewai.delegation)",
+        parse=_control_calls,
+        default=DEFAULT_CONTROL,
+        metavar="POLICY",
+        shown_default="exclude",
+    ),
+    Option(
+        "--handoffs",
+        "handoffs",
+        "deprecated: --control-calls include=handoff / exclude=handoff",
+        parse=choice(*HANDOFF_CHOICES),
+        metavar="include|exclude",
+        shown_default="none (deprecated)",
+    ),
+)
+
+
+def control_calls_from(
+    args: argparse.Namespace | None,
+    environ: Mapping[str, str],
+    warn: Callable[[str], None] | None = None,
+) -> ControlCalls:
+    """The policy of ``--control-calls`` (flag > variable > exclude); the deprecated
+    ``--handoffs`` / TOOLSCORE_HANDOFFS, when given, then sets the handoff kind and ``warn``
+    (default: a line on stderr) says it is deprecated. Raises ConfigError."""
+    values = resolve(CONTROL_CALLS_OPTIONS, args, environ)
+    return _with_alias(values["control_calls"], values["handoffs"], warn or warn_stderr)
+
+
+def _with_alias(
+    policy: ControlCalls, handoffs: str | None, warn: Callable[[str], None]
+) -> ControlCalls:
+    if handoffs is None:
+        return policy
+    warn(
+        f"--handoffs / {ENV_HANDOFFS} is deprecated: use --control-calls {handoffs}={HANDOFF} "
+        "(env TOOLSCORE_CONTROL_CALLS)"
+    )
+    return policy.with_kind(HANDOFF, handoffs == "include")
+
+
+def warn_stderr(message: str) -> None:
+    print(f"toolscore: warning: {message}", file=sys.stderr)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -104,15 +168,7 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N|auto",
         shown_default="auto",
     ),
-    Option(
-        "--handoffs",
-        "include_handoffs",
-        "whether handoffs to other agents (OpenAI Agents transfer_to_* calls) count as tool calls",
-        parse=lambda text: choice(*HANDOFF_CHOICES)(text) == "include",
-        default=True,
-        metavar="include|exclude",
-        shown_default="include",
-    ),
+    *CONTROL_CALLS_OPTIONS,
     Option(
         "--max-conversation-spans",
         "max_conversation_spans",
@@ -143,6 +199,9 @@ def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) ->
     values = resolve(OPTIONS, args, environ)
     keys = tuple(key for key in values["conversation_keys"] or () if key)
     values.update(conversation_keys=keys or None, reference_key=values["reference_key"] or None)
+    values["control_calls"] = _with_alias(
+        values["control_calls"], values.pop("handoffs"), warn_stderr
+    )
     return PipelineOptions(**values)
 
 
@@ -154,6 +213,8 @@ def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None)
     busy; on SQLite, one file has one writer at a time and a second process only adds lock
     contention with ingest.
     """
+    from toolscore.storage.dialect import concurrent_writers  # SQLAlchemy: not at start-up
+
     if options.scoring_processes is not None:
         return options.scoring_processes
-    return 2 if backend == "postgresql" and (cpu_count or 1) >= 2 else 1
+    return 2 if concurrent_writers(backend) and (cpu_count or 1) >= 2 else 1

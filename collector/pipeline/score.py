@@ -16,10 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.pipeline.carry import after_pruning
 from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
+from toolscore.storage import retention
 from toolscore.storage.conversations import ScoringHead, heads_and_traces
 from toolscore.storage.database import Connection, Engine
 from toolscore.storage.evaluations import Revision, write_revisions
@@ -30,6 +34,7 @@ from toolscore.storage.expectations import (
     find_by_user_input,
 )
 from toolscore.storage.pipeline import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
+from toolscore.storage.retention import Carried
 from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.telemetry import load_logs, load_spans
 from toolscore.storage.unmatched import unmatched_reason
@@ -220,7 +225,8 @@ def _compute_one(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
     config: ScoringConfig,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
+    carried: Carried | None = None,
 ) -> _Computed:
     base: dict[str, Any] = {
         "conversation_id": row.id,
@@ -228,12 +234,13 @@ def _compute_one(
         "root_span_id": row.root_span_id,
     }
     try:
-        rec = reconstruct(spans, logs, handoffs=handoffs)
+        rec = reconstruct(spans, logs, control_calls=control_calls)
     except Exception as exc:  # a reconstruction bug must not stop the other conversations
         reason = storable_text(f"reconstruction failed: {exc!r}")
         return _Computed(status=STATUS_ERROR, error=reason, **base)
+    messages, kept, rec = after_pruning(rec, carried)
     notes: list[str] = []
-    calls = _call_rows(rec.tool_calls, notes)
+    calls = kept + _call_rows(rec.tool_calls, notes)
     first = _text_or_none(rec.first_user_message)
     if first is not rec.first_user_message:
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
@@ -249,7 +256,7 @@ def _compute_one(
         why = matcher.why_not(row.reference_id, row.id, rec.first_user_message)
         return _Computed(status=STATUS_UNMATCHED, unmatched_reason=why, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
-    rows, error = _evaluate(config, names, list(rec.messages), expectation.reference_tool_calls)
+    rows, error = _evaluate(config, names, messages, expectation.reference_tool_calls)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),
@@ -264,28 +271,33 @@ def compute(
     ids: Sequence[str],
     config: ScoringConfig,
     *,
-    handoffs: bool = True,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
     refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
-    """Reconstruct, match and score conversations ``ids`` (reads only); ``handoffs=False``
-    leaves handoffs to other agents out of the calls
-    (:func:`toolscore.collector.reconstruct.reconstruct`). Conversations in ``refuse`` (id ->
-    reason) are not loaded: they get status ``error`` with that reason."""
+    """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
+    which framework control calls count (:func:`toolscore.collector.reconstruct.reconstruct`).
+    Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
+    that reason."""
     refuse = refuse or {}
     rows, trace_conv = heads_and_traces(conn, ids, without_traces=refuse)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     logs: dict[str, list[LogRecordData]] = defaultdict(list)
     trace_ids = sorted(trace_conv)
-    for span in load_spans(conn, trace_ids):
+    # Pruned conversations: only telemetry that arrived after the pruning is read.
+    pruned = retention.carried(conn, [r.id for r in rows if r.id not in refuse])
+    after = {t: pruned[cid].through_ns for t, cid in trace_conv.items() if cid in pruned}
+    for span in load_spans(conn, trace_ids, after):
         spans[trace_conv[span.trace_id]].append(span)
-    for log in load_logs(conn, trace_ids):
+    for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
     matcher = _Matcher(conn)
     return [
         _refused(r, refuse[r.id])
         if r.id in refuse
-        else _compute_one(matcher, r, spans[r.id], logs[r.id], config, handoffs)
+        else _compute_one(
+            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
+        )
         for r in rows
     ]
 

@@ -38,6 +38,8 @@ from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, Th
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import (
     NS,
     Claimed,
@@ -111,11 +113,11 @@ class RoundRunner:
         batch_size: int,
         worker_id: str,
         clock_ns: Callable[[], int] = time.time_ns,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.engine = engine
-        self.include_handoffs = include_handoffs
+        self.control_calls = control_calls
         self.limits = limits
         self.config = config
         self.timing = timing
@@ -175,7 +177,7 @@ class RoundRunner:
                 conn,
                 [c.conversation_id for c in claimed],
                 self.config,
-                handoffs=self.include_handoffs,
+                control_calls=self.control_calls,
                 refuse=refuse,
             )
             conn.rollback()
@@ -212,7 +214,7 @@ class ScoringProcess:
 
     db_url: str
     config_path: Path | None = None
-    include_handoffs: bool = True
+    control_calls: ControlCalls = DEFAULT_CONTROL
     log_level: str = "INFO"  # the child logs like the server (a spawned process starts bare)
     log_format: str = "text"
 
@@ -237,18 +239,18 @@ def _child_init(
     threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
     from toolscore.collector.logformat import configure as configure_logging
     from toolscore.scorer import default_config, load_config
-    from toolscore.storage.engine import create_engine
+    from toolscore.storage.database import open_database
 
     configure_logging(spec.log_level, spec.log_format)
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
     _child_runner = RoundRunner(
-        create_engine(spec.db_url),
+        open_database(spec.db_url),
         config,
         timing=timing,
         batch_size=batch_size,
         worker_id=worker_id,
-        include_handoffs=spec.include_handoffs,
+        control_calls=spec.control_calls,
         limits=limits,
     )
 
@@ -312,7 +314,7 @@ class PipelineWorker:
         clock_ns: Callable[[], int] = time.time_ns,
         observer: Observer | None = None,
         process: ScoringProcess | None = None,
-        include_handoffs: bool = True,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timing = timing or Timing()
@@ -327,7 +329,7 @@ class PipelineWorker:
             batch_size=batch_size,
             worker_id=self.worker_id,
             clock_ns=clock_ns,
-            include_handoffs=include_handoffs,
+            control_calls=control_calls,
             limits=limits,
         )
         self._process = process

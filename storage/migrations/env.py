@@ -15,6 +15,8 @@ config = context.config
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "sqlite":
+        _incremental_vacuum_if_new(connection)
     context.configure(
         connection=connection,
         target_metadata=None,
@@ -22,6 +24,20 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+
+
+def _incremental_vacuum_if_new(connection: Connection) -> None:
+    """A new SQLite file gets ``auto_vacuum=INCREMENTAL`` (only possible before its first
+    table): span retention can then give the pages it frees back to the file system
+    (storage/dialect.py release_free_pages). Older files keep reusing their free pages."""
+    tables = connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
+    connection.commit()  # end the implicit transaction: VACUUM and the migrations need none
+    if tables == 0:
+        # WAL mode (set on connect) already wrote the header: the new mode needs a VACUUM,
+        # instant on an empty file
+        connection.exec_driver_sql("PRAGMA auto_vacuum=INCREMENTAL")
+        connection.exec_driver_sql("VACUUM")
+        connection.commit()
 
 
 def run_migrations_online() -> None:

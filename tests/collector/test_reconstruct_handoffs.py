@@ -2,8 +2,9 @@
 
 The OpenAI Agents SDK shows a handoff to the model as a ``transfer_to_<agent>`` function call
 (and OpenInference adds a ``handoff to X`` TOOL span, which never counts on its own: it would
-count the same handoff twice). ``reconstruct(..., handoffs=False)`` drops the calls and their
-results, and the messages stay a valid Ragas sample.
+count the same handoff twice). By default (``--control-calls exclude``) ``reconstruct`` drops the
+calls and their results, and the messages stay a valid Ragas sample; ``include=handoff`` keeps
+them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.collector.test_reconstruct import assistant, chat, result, span, tool, user
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.reconstruct import reconstruct
 from toolscore.scorer import parse_sample
 
@@ -42,12 +44,23 @@ def _valid_sample(messages: tuple[dict[str, Any], ...]) -> list[tuple[str, Any]]
     return [(c.name, c.args) for c in sample.predicted_tool_calls]
 
 
-def test_transfer_calls_count_by_default() -> None:
-    assert _names(_turn()) == ["lookup", "transfer_to_billing"]
+INCLUDE = ControlCalls.parse(["include=handoff"])
 
 
-def test_transfer_calls_and_their_results_are_left_out_on_request() -> None:
-    rec = reconstruct(_turn(), handoffs=False)
+def test_transfer_calls_count_on_request() -> None:
+    assert _names(_turn(), control_calls=INCLUDE) == ["lookup", "transfer_to_billing"]
+    assert _names(_turn(), control_calls=ControlCalls(include=True)) == [
+        "lookup",
+        "transfer_to_billing",
+    ]
+    # another kind's override leaves handoffs to the default
+    assert _names(_turn(), control_calls=ControlCalls.parse(["include=crewai.delegation"])) == [
+        "lookup"
+    ]
+
+
+def test_transfer_calls_and_their_results_are_left_out_by_default() -> None:
+    rec = reconstruct(_turn())
     assert [c.name for c in rec.tool_calls] == ["lookup"]
     assert [c.position for c in rec.tool_calls] == [0]
     assert [m["type"] for m in rec.messages] == ["human", "ai", "tool", "ai"]
@@ -64,7 +77,7 @@ def test_a_handoff_next_to_a_tool_call_leaves_the_tool_call_and_its_result() -> 
             start=20,
         ),
     ]
-    rec = reconstruct(spans, handoffs=False)
+    rec = reconstruct(spans)
     assert [c.name for c in rec.tool_calls] == ["lookup"]
     assert [(m["type"], m["content"]) for m in rec.messages] == [
         ("human", "q"),
@@ -109,8 +122,9 @@ def test_results_without_call_ids_follow_their_dropped_handoff() -> None:
             20,
         ),
     ]
-    assert _names(spans) == ["transfer_to_billing"]  # the handoff span adds nothing
-    rec = reconstruct(spans, handoffs=False)
+    # the handoff span adds nothing
+    assert _names(spans, control_calls=INCLUDE) == ["transfer_to_billing"]
+    rec = reconstruct(spans)
     assert rec.tool_calls == ()
     assert [m["type"] for m in rec.messages] == ["human", "ai"]
     assert _valid_sample(rec.messages) == []
@@ -124,4 +138,4 @@ def test_handoff_tool_spans_alone_never_count() -> None:
             start=0,
         )
     ]
-    assert _names(spans) == [] == _names(spans, handoffs=False)
+    assert _names(spans) == [] == _names(spans, control_calls=INCLUDE)

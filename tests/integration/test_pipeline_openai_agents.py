@@ -41,6 +41,7 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.integration.serve_harness import RunningServer, server_settings
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
 from toolscore.storage.expectations import ExpectationData
@@ -60,6 +61,8 @@ TURNS = {
     "thread-handoff": [[LOOKUP, TRANSFER]],
 }
 
+INCLUDE_HANDOFFS = ControlCalls.parse(["include=handoff"])  # to score the handoff
+
 
 def _run(model: str, srv: RunningServer) -> None:
     subprocess.run(
@@ -70,9 +73,9 @@ def _run(model: str, srv: RunningServer) -> None:
     )
 
 
-def _server(db_url: str, *, include_handoffs: bool = True) -> RunningServer:
+def _server(db_url: str, *, control_calls: ControlCalls = INCLUDE_HANDOFFS) -> RunningServer:
     options = PipelineOptions(
-        settle_s=SETTLE_S, root_idle_s=ROOT_IDLE_S, include_handoffs=include_handoffs
+        settle_s=SETTLE_S, root_idle_s=ROOT_IDLE_S, control_calls=control_calls
     )
     return RunningServer(server_settings(db_url), [pipeline_extension(options)])
 
@@ -110,7 +113,7 @@ def test_scores_equal_those_of_the_equivalent_ragas_samples(db_url: str, mode: s
 @pytest.mark.parametrize("mode", ["responses", "openinference-responses"])
 def test_handoffs_left_out_by_the_server_option(db_url: str, mode: str) -> None:
     _expect_all(db_url)
-    with _server(db_url, include_handoffs=False) as srv:
+    with _server(db_url, control_calls=ControlCalls()) as srv:  # the default: exclude
         _run(mode, srv)
         wait_scored(db_url, list(REFERENCES))
         scores = current_scores(db_url, "thread-handoff")
@@ -143,9 +146,10 @@ def _shown_calls(db_url: str, conversation: str, *options: str) -> list[str]:
 
 def test_show_rebuilds_messages_with_the_servers_handoff_setting(db_url: str) -> None:
     _expect_all(db_url)
-    with _server(db_url, include_handoffs=False) as srv:
+    with _server(db_url, control_calls=ControlCalls()) as srv:
         _run("responses", srv)
         wait_scored(db_url, list(REFERENCES))
-    assert _shown_calls(db_url, "thread-handoff", "--handoffs", "exclude") == [LOOKUP["name"]]
-    included = _shown_calls(db_url, "thread-handoff")  # default: include
-    assert included == [LOOKUP["name"], TRANSFER["name"]]
+    assert _shown_calls(db_url, "thread-handoff") == [LOOKUP["name"]]  # default: exclude
+    both = [LOOKUP["name"], TRANSFER["name"]]
+    assert _shown_calls(db_url, "thread-handoff", "--control-calls", "include=handoff") == both
+    assert _shown_calls(db_url, "thread-handoff", "--handoffs", "include") == both  # deprecated

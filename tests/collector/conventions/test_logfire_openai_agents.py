@@ -21,6 +21,7 @@ import pytest
 from tests.collector.conventions.openai_agents_app import SCENARIOS as SCRIPTS
 from tests.collector.conventions.openai_agents_app import seen
 from tests.collector.recording import RECORDED, Recording, load_recording
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conventions import REGISTRY
 from toolscore.collector.conventions.logfire_openai_agents import TEMPLATES, LogfireOpenAIAgents
 from toolscore.collector.conversation_keys import (
@@ -49,12 +50,16 @@ def _calls(result: Reconstruction) -> list[dict[str, Any]]:
     return [{"name": c.name, "args": c.arguments or {}} for c in result.tool_calls]
 
 
+# the expected calls list the handoffs the model made (the default policy leaves them out)
+HANDOFFS_COUNTED = ControlCalls.parse(["include=handoff"])
+
+
 def check(mode: str, scenario: str, recording: Recording) -> None:
     """What each kind of run must reconstruct to (shared with the live test)."""
     spans, logs, recorded_expectation = recording
     expected = seen(mode, scenario)
     assert recorded_expectation == expected
-    result = reconstruct(spans, logs)
+    result = reconstruct(spans, logs, control_calls=HANDOFFS_COUNTED)
     openinference = mode.startswith("openinference-")
     convention = "openinference" if openinference else "logfire_openai_agents"
     assert {c.convention for c in result.tool_calls} == {convention}
@@ -94,7 +99,7 @@ def test_recording(mode: str, scenario: str) -> None:
 )
 def test_handoffs_count_once_and_can_be_left_out(mode: str) -> None:
     spans, logs, _ = load_recording(recording_path(mode, "handoff"))
-    included = reconstruct(spans, logs)
+    included = reconstruct(spans, logs, control_calls=ControlCalls(include=True))
     assert _calls(included) == [
         {"name": "lookup_invoice", "args": {"number": 7}},
         {"name": "transfer_to_billing", "args": {}},  # OpenInference leaves "{}" out
@@ -102,7 +107,7 @@ def test_handoffs_count_once_and_can_be_left_out(mode: str) -> None:
     assert included.tool_calls[1].arguments_ok
     handoff_spans = [s for s in spans if s.name.startswith(("handoff to", "Handoff:"))]
     assert len(handoff_spans) == 1  # seen, and not a second call
-    excluded = reconstruct(spans, logs, handoffs=False)
+    excluded = reconstruct(spans, logs)  # the default leaves control calls out
     assert [c.name for c in excluded.tool_calls] == ["lookup_invoice"]
     assert [m["type"] for m in excluded.messages] == ["human", "ai", "tool", "ai"]
 

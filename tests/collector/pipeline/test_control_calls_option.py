@@ -1,4 +1,5 @@
-"""``serve --handoffs exclude`` (env TOOLSCORE_HANDOFFS): handoffs to other agents are not scored.
+"""``serve --control-calls`` (env TOOLSCORE_CONTROL_CALLS) and its deprecated alias ``--handoffs``:
+framework control calls (handoffs to other agents...) are left out of the scored calls by default.
 
 The option travels from the serve flags to the worker, in a thread and in a scoring child process.
 """
@@ -15,6 +16,7 @@ from tests.collector.pipeline.test_score import current_scores, expect, offline_
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.test_reconstruct import assistant, chat, result, user
 from toolscore.collector.configuration import ConfigError
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import default_config
@@ -26,12 +28,48 @@ LOOKUP = {"name": "lookup", "args": {"q": "invoice 7"}}
 TRANSFER = {"name": "transfer_to_billing", "args": {}}
 
 
-def test_the_option_defaults_to_include_and_reads_flag_and_environment() -> None:
-    assert parse([]).include_handoffs is True
-    assert parse(["--handoffs", "exclude"]).include_handoffs is False
-    assert parse([], {"TOOLSCORE_HANDOFFS": "exclude"}).include_handoffs is False
-    assert parse(["--handoffs", "include"], {"TOOLSCORE_HANDOFFS": "exclude"}).include_handoffs
-    with pytest.raises(ConfigError, match="TOOLSCORE_HANDOFFS: expected include or"):
+def test_the_policy_defaults_to_exclude_and_flags_beat_the_environment() -> None:
+    assert parse([]).control_calls == ControlCalls(include=False)
+    assert not parse([]).control_calls.includes("handoff")
+    assert parse(["--control-calls", "include"]).control_calls.includes("handoff")
+    env = {"TOOLSCORE_CONTROL_CALLS": "include=handoff"}
+    assert parse([], env).control_calls.includes("handoff")
+    assert not parse([], env).control_calls.includes("smolagents.final_answer")
+    assert not parse(["--control-calls", "exclude"], env).control_calls.includes("handoff")
+    both = parse(["--control-calls", "include exclude=handoff"])
+    assert both.control_calls.includes("pydantic_ai.final_result")
+    assert not both.control_calls.includes("handoff")
+    assert both.control_calls.describe() == "include exclude=handoff"
+
+
+def test_unknown_kinds_and_modes_are_refused_naming_the_known_kinds() -> None:
+    with pytest.raises(ConfigError, match=r"unknown control-call kind 'handof'.*handoff"):
+        parse(["--control-calls", "include=handof"])
+    with pytest.raises(
+        ConfigError, match="--control-calls / TOOLSCORE_CONTROL_CALLS: expected include"
+    ):
+        parse([], {"TOOLSCORE_CONTROL_CALLS": "maybe"})
+
+
+def test_the_deprecated_handoffs_alias_still_works_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert parse(["--handoffs", "include"]).control_calls.includes("handoff")
+    assert "--handoffs / TOOLSCORE_HANDOFFS is deprecated: use --control-calls include=handoff" in (
+        capsys.readouterr().err
+    )
+    assert not parse([], {"TOOLSCORE_HANDOFFS": "exclude"}).control_calls.includes("handoff")
+    assert "use --control-calls exclude=handoff" in capsys.readouterr().err
+    # the alias sets the handoff kind on top of the policy
+    mixed = parse(["--control-calls", "include", "--handoffs", "exclude"]).control_calls
+    assert mixed.includes("smolagents.final_answer") and not mixed.includes("handoff")
+    capsys.readouterr()
+    parse(["--control-calls", "include"])
+    assert capsys.readouterr().err == ""  # silent when the alias is not used
+    with pytest.raises(
+        ConfigError,
+        match="--handoffs / TOOLSCORE_HANDOFFS: expected include or exclude, got 'maybe'",
+    ):
         parse([], {"TOOLSCORE_HANDOFFS": "maybe"})
 
 
@@ -62,13 +100,14 @@ def test_the_worker_scores_with_or_without_handoffs(
         engine,
         ExpectationData(id="r", reference_tool_calls=[LOOKUP], match={"conversation_id": CONV}),
     )
+    policy = ControlCalls.parse(["include=handoff" if include else "exclude"])
     worker = PipelineWorker(
         engine,
         default_config(),
         timing=Timing(settle_s=0.2, idle_s=0.1),
         poll_s=0.2,
-        process=ScoringProcess(db_url, None, include) if in_child else None,
-        include_handoffs=include,
+        process=ScoringProcess(db_url, None, policy) if in_child else None,
+        control_calls=policy,
     )
     asyncio.run(_until_scored(worker))
     with engine.connect() as conn:

@@ -1,0 +1,228 @@
+"""Span retention in ``serve`` (``--span-retention``) and its durations: a component that runs
+a pruning pass (:mod:`toolscore.storage.pruning`) every ``--span-retention-interval`` seconds in
+a worker thread, counts what it deleted on ``/metrics`` and logs one INFO line per pass that
+deleted something.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Counter
+
+from toolscore.collector.configuration import Option, positive_seconds, resolve
+from toolscore.storage.pruning import PruneLimits, PruneResult, prune
+
+if TYPE_CHECKING:
+    from toolscore.collector.app import AppContext, Extension, ExtensionFactory
+
+log = logging.getLogger("toolscore.retention")
+
+DEFAULT_RETENTION = "7d"
+FOREVER = "forever"
+DEFAULT_INTERVAL_S = 60.0  # between passes in serve
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+
+
+class DurationError(ValueError):
+    """A retention duration that cannot be read (the message says what is expected)."""
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in ``text`` (``90s``, ``30m``, ``12h``, ``7d``, ``2w``); None for ``forever``."""
+    if text.strip().lower() == FOREVER:
+        return None
+    match = _DURATION.match(text)
+    if match is None:
+        raise DurationError(f"expected a duration such as 30m, 12h, 7d or 2w, or {FOREVER!r}")
+    seconds = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if seconds <= 0:
+        raise DurationError("expected a duration greater than 0")
+    return seconds
+
+
+def cutoff_for(retention_s: float, now_ns: int | None = None) -> int:
+    """The arrival time (Unix ns) before which telemetry is old."""
+    return (time.time_ns() if now_ns is None else now_ns) - int(retention_s * 1e9)
+
+
+class RetentionMetrics:
+    """``/metrics`` counters of the retention component."""
+
+    def __init__(self, registry: object) -> None:
+        self.rows = Counter(
+            "toolscore_retention_pruned_rows",
+            "Rows deleted by span retention, by table (spans, log_records).",
+            ["table"],
+            registry=registry,  # type: ignore[arg-type]
+        )
+        self.conversations = Counter(
+            "toolscore_retention_pruned_conversations",
+            "Conversations whose spans and log records span retention deleted.",
+            registry=registry,  # type: ignore[arg-type]
+        )
+        self.failures = Counter(
+            "toolscore_retention_failed_passes",
+            "Pruning passes that failed (retried at the next interval).",
+            registry=registry,  # type: ignore[arg-type]
+        )
+        # Present from the start with 0, so rate() and alerts work before the first deletion.
+        self.rows.labels("spans")
+        self.rows.labels("log_records")
+
+
+class RetentionComponent:
+    """Runs a pruning pass every ``interval_s`` in a worker thread (a ``Component`` of serve)."""
+
+    def __init__(
+        self,
+        engine: Any,
+        retention_s: float,
+        metrics: RetentionMetrics,
+        *,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        limits: PruneLimits | None = None,
+    ) -> None:
+        self._engine = engine
+        self._retention_s = retention_s
+        self._metrics = metrics
+        self._interval_s = interval_s
+        self._limits = limits or PruneLimits()
+        self._stop = threading.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    async def start(self) -> None:
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name="toolscore-retention")
+
+    async def stop(self) -> None:
+        """Stop; a pass in progress ends after its current (short) transaction."""
+        self._stop.set()
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval_s)
+            if self._stop.is_set():
+                return
+            try:
+                await asyncio.to_thread(self.run_once)
+            except Exception:  # a failed pass is retried at the next interval
+                self._metrics.failures.inc()
+                log.exception(
+                    "span retention: pruning pass failed (retried in %.0f s)", self._interval_s
+                )
+
+    def run_once(self) -> PruneResult:
+        started = time.monotonic()
+        result = prune(
+            self._engine,
+            cutoff_for(self._retention_s),
+            limits=self._limits,
+            stop=self._stop,
+        )
+        m = self._metrics
+        m.rows.labels("spans").inc(result.spans)
+        m.rows.labels("log_records").inc(result.log_records)
+        m.conversations.inc(result.conversations)
+        if result.deleted:
+            log.info(
+                "span retention: deleted %d spans and %d log records of %d conversations "
+                "received over %s ago in %.1f s%s",
+                result.spans,
+                result.log_records,
+                result.conversations,
+                describe(self._retention_s),
+                time.monotonic() - started,
+                _size_note(result),
+            )
+        return result
+
+
+def describe(seconds: float) -> str:
+    """``604800`` -> ``7d`` (days rather than weeks: how retention is usually said)."""
+    for unit, size in sorted(_UNITS.items(), key=lambda kv: -kv[1])[1:]:
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _size_note(result: PruneResult) -> str:
+    if result.bytes_after is None or result.bytes_before is None:
+        return ""
+    note = f"; database {_mib(result.bytes_before)} -> {_mib(result.bytes_after)}"
+    if result.free_after:
+        note += f" ({_mib(result.free_after)} free for reuse)"
+    return note
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionOptions:
+    retention_s: float | None = parse_duration(DEFAULT_RETENTION)  # None: keep spans forever
+    interval_s: float = DEFAULT_INTERVAL_S
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--span-retention",
+        "retention_s",
+        "delete the spans and log records of finished conversations whose last span arrived "
+        "longer ago than this (e.g. 12h, 7d, 2w; by arrival, not by the spans' own times), "
+        f"keeping their calls and scores; '{FOREVER}' keeps everything",
+        parse=parse_duration,
+        default=parse_duration(DEFAULT_RETENTION),
+        metavar="DURATION",
+        shown_default=DEFAULT_RETENTION,
+    ),
+    Option(
+        "--span-retention-interval",
+        "interval_s",
+        "time between two pruning passes",
+        parse=positive_seconds,
+        default=DEFAULT_INTERVAL_S,
+        metavar="SECONDS",
+    ),
+)
+
+
+def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> RetentionOptions:
+    """Flags > environment > defaults; raises ConfigError naming the flag and variable."""
+    return RetentionOptions(**resolve(OPTIONS, args, environ))
+
+
+def retention_extension(options: RetentionOptions) -> ExtensionFactory:
+    """The retention component for ``serve`` (nothing when spans are kept forever)."""
+    from toolscore.collector.app import Extension
+
+    def build(ctx: AppContext) -> Extension:
+        if options.retention_s is None:
+            return Extension(summary={"retention": "spans kept forever"})
+        component = RetentionComponent(
+            ctx.engine,
+            options.retention_s,
+            RetentionMetrics(ctx.metrics.registry),
+            interval_s=options.interval_s,
+        )
+        every = f"{options.interval_s:g} s"
+        summary = f"span retention {describe(options.retention_s)} (pass every {every})"
+        return Extension(components=[component], summary={"retention": summary})
+
+    return build

@@ -1,0 +1,158 @@
+"""Running span retention: one pass of marks and small deletes (what is deleted and why it is
+safe: :mod:`toolscore.storage.retention`).
+
+A pass finds conversations whose last span arrived before the cutoff, marks up to
+``conversations_per_mark`` of them in one transaction, deletes their spans and log records
+``rows_per_batch`` rows per transaction, records them as pruned, and repeats until none is left;
+then (SQLite files with ``auto_vacuum=INCREMENTAL``) gives the free pages back to the file
+system ``vacuum_pages`` pages per transaction. Every transaction is short, so ingest (one
+writer at a time on SQLite) waits at most one batch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine
+
+from toolscore.storage import retention as store
+from toolscore.storage.dialect import database_bytes, release_free_pages
+
+
+@dataclass(frozen=True, slots=True)
+class PruneLimits:
+    conversations_per_mark: int = 200
+    rows_per_batch: int = 2000  # spans or log records per delete transaction
+    vacuum_pages: int = 2048  # pages released per transaction (8 MiB at 4 KiB pages)
+    pause_s: float = 0.002  # between transactions: lets a waiting ingest batch take the lock
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    conversations: int
+    spans: int
+    log_records: int
+    bytes_before: int | None  # database_bytes (size) before and after the pass
+    bytes_after: int | None
+    free_after: int | None  # free bytes inside the file after (SQLite: reused by later writes)
+
+    @property
+    def deleted(self) -> int:
+        return self.spans + self.log_records
+
+
+Progress = Callable[[int], None]  # called with the rows each batch deleted
+
+
+def prune(
+    engine: Engine,
+    cutoff_ns: int,
+    *,
+    limits: PruneLimits = PruneLimits(),
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> PruneResult:
+    """One pruning pass with ``cutoff_ns`` (Unix ns of arrival); returns what it deleted."""
+    before = _size(engine)
+    conversations = spans = logs = 0
+    while stop is None or not stop.is_set():
+        with engine.connect() as conn:
+            ids = store.find_prunable(conn, cutoff_ns, limits.conversations_per_mark)
+        if not ids:
+            break
+        with engine.begin() as conn:
+            marked = store.mark(conn, ids, cutoff_ns)
+        if not marked:  # all taken meanwhile (ingest, a scorer, another server): next pass
+            break
+        s, lg = _delete(engine, marked, limits, progress)
+        spans, logs = spans + s, logs + lg
+        with engine.begin() as conn:
+            store.finish(conn, marked, now())
+        conversations += len(marked)
+    logs += _batches(
+        engine,
+        limits,
+        lambda c: store.delete_traceless_logs(c, cutoff_ns, limits.rows_per_batch),
+        progress,
+    )
+    if spans + logs:
+        _release(engine, limits)
+    after = _size(engine)
+    return PruneResult(
+        conversations,
+        spans,
+        logs,
+        before[0] if before else None,
+        after[0] if after else None,
+        after[1] if after else None,
+    )
+
+
+def _delete(
+    engine: Engine, marked: Sequence[store.Marked], limits: PruneLimits, progress: Progress | None
+) -> tuple[int, int]:
+    """Delete the marked conversations' telemetry; (spans, log records) deleted."""
+    traces = [t for m in marked for t in m.trace_ids]
+    # Every mark is before the cutoff and anything arriving now is after it, so the newest
+    # mark bounds the whole group (module docstring of storage.retention).
+    through = max(m.through_ns for m in marked)
+    spans = logs = 0
+    size = limits.rows_per_batch
+    for start in range(0, len(traces), 500):
+        chunk = traces[start : start + 500]
+        spans += _batches(
+            engine, limits, functools.partial(_spans, ids=chunk, through=through, n=size), progress
+        )
+        logs += _batches(
+            engine, limits, functools.partial(_logs, ids=chunk, through=through, n=size), progress
+        )
+    return spans, logs
+
+
+def _spans(conn: Connection, *, ids: Sequence[str], through: int, n: int) -> int:
+    return store.delete_spans(conn, ids, through, n)
+
+
+def _logs(conn: Connection, *, ids: Sequence[str], through: int, n: int) -> int:
+    return store.delete_logs(conn, ids, through, n)
+
+
+def _batches(
+    engine: Engine,
+    limits: PruneLimits,
+    delete_one: Callable[..., int],
+    progress: Progress | None = None,
+) -> int:
+    """Run ``delete_one`` (one batch) in its own transaction until a batch comes back short."""
+    total = 0
+    while True:
+        with engine.begin() as conn:
+            n = delete_one(conn)
+        total += n
+        if progress is not None and n:
+            progress(n)
+        if n < limits.rows_per_batch:
+            return total
+        if limits.pause_s:
+            time.sleep(limits.pause_s)
+
+
+def _release(engine: Engine, limits: PruneLimits) -> None:
+    while True:
+        with engine.begin() as conn:
+            released = release_free_pages(conn, limits.vacuum_pages)
+        if released < limits.vacuum_pages:
+            return
+        if limits.pause_s:
+            time.sleep(limits.pause_s)
+
+
+def _size(engine: Engine) -> tuple[int, int] | None:
+    with engine.connect() as conn:
+        return database_bytes(conn)
