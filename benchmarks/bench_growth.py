@@ -173,12 +173,14 @@ def grow(url: str, template: dict[str, Any], target_spans: int) -> float:
 class _Serve:
     """A real ``toolscore serve`` process on ``url`` (HTTP on a free port, scoring on)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, retention: str = "forever") -> None:
         self.url = url
+        self.retention = retention
         self.log = Path(tempfile.mkstemp(prefix="bench-growth-", suffix=".log")[1])
 
     def __enter__(self) -> _Serve:
         flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--root-idle", "1"]
+        flags += ["--span-retention", self.retention]  # forever: what is grown stays
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCORE_")}
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
@@ -270,10 +272,10 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
-def measure(url: str, rate: float, duration: float) -> dict[str, float]:
+def measure(url: str, rate: float, duration: float, retention: str) -> dict[str, float]:
     prefix = f"m{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, _Serve(url) as server:
+    with ctx.Manager() as manager, _Serve(url, retention) as server:
         result = manager.dict()
         time.sleep(3)  # scoring processes started
         load = ctx.Process(target=_load, args=(server.port, rate, duration, prefix, result))
@@ -347,10 +349,10 @@ def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
             took = grow(grown, template, size)
             if size:
                 print(f"  grown to {size:,} spans in {took:.0f} s", flush=True)
-            g = measure(grown, args.rate, args.duration)
+            g = measure(grown, args.rate, args.duration, args.span_retention)
             fresh = dbs.new("fresh")
             _prepare(fresh)
-            f = measure(fresh, args.rate, args.duration)
+            f = measure(fresh, args.rate, args.duration, args.span_retention)
             rows.append(
                 f"{size:>12,} | {g['spans_per_s']:,.0f} / {f['spans_per_s']:,.0f} "
                 f"({g['spans_per_s'] / f['spans_per_s']:.2f}x) | "
@@ -378,6 +380,11 @@ def main() -> None:
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--keep", action="store_true", help="keep the databases made")
+    parser.add_argument(
+        "--span-retention",
+        default="forever",
+        help="serve --span-retention (default forever: the grown spans, 1-31 days old, stay)",
+    )
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     kinds = ([] if args.no_sqlite else ["sqlite"]) + (["postgresql"] if args.postgres else [])
