@@ -1,6 +1,7 @@
 """Scenarios of bench_inflight_memory.py against a default ``toolscore serve`` (issue 9, 4 and 7).
 
 ``tiny``: huge requests of tiny spans: peak and held RSS, /health latency while they are decoded.
+``big``: huge requests of big attribute values (``--spans``: MiB per request), the same figures.
 ``slowloris``: slow uploads and idle calls while a legitimate client exports.
 Run through ``bench_inflight_memory.py --scenario tiny|slowloris``.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sqlite3
 import tempfile
 import threading
 import time
@@ -22,7 +24,7 @@ import grpc
 import requests
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from benchmarks.bench_inflight_memory import TRACES, Server
+from benchmarks.bench_inflight_memory import SPANS_PER_REQUEST, TRACES, Server, request_bytes
 
 PB = {"Content-Type": "application/x-protobuf"}
 OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_send_message_length", -1)]
@@ -42,17 +44,21 @@ def tiny_spans(count: int, first: int) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class TinyRun:
+class BurstRun:
     transport: str
     clients: int
-    spans: int
+    spans: int  # per request
     rss_before_mb: float
-    peak_mb: float  # VmHWM during the run
-    held_mb: float  # VmRSS 2 s after everything was stored
+    peak_mb: float  # RSS of the server's process tree, sampled every 20 ms (and VmHWM)
+    held_mb: float  # RSS 2 s after everything was stored
     health_max_s: float  # slowest /health answer while the requests were handled
     seconds: float
-    answers: dict[str, int]  # first answer per attempt: 200/OK, 503/UNAVAILABLE...
-    stored: int
+    answers: dict[str, int]  # one per attempt: 200/OK, 503/UNAVAILABLE...
+    acknowledged: int  # spans of the requests acknowledged (200 / OK)
+    stored: int  # rows in the spans table added during the run
+
+
+TinyRun = BurstRun
 
 
 class HealthProbe:
@@ -85,62 +91,134 @@ class HealthProbe:
             self.failures += not ok
 
 
-def send_until_stored(server: Server, transport: str, body: bytes, answers: Counter[str]) -> None:
-    """Send ``body`` until it is acknowledged, following Retry-After / RetryInfo (1 s)."""
+def tree_rss_kb(pid: int) -> int:
+    """Resident memory of ``pid`` and its descendants (a vanished process counts 0)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{current}/status").read_text()
+            total += int(status.split("VmRSS:", 1)[1].split()[0]) if "VmRSS:" in status else 0
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return total
+
+
+class TreeSampler:
+    """The peak of ``tree_rss_kb(pid)``, sampled every 20 ms in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._stop = threading.Event()
+        self.peak_kb = tree_rss_kb(pid)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak_kb = max(self.peak_kb, tree_rss_kb(self._pid))
+
+
+def send_until_stored(server: Server, transport: str, body: bytes, answers: Counter[str]) -> bool:
+    """Send ``body`` until it is acknowledged, following Retry-After / RetryInfo (1 s); whether
+    it was acknowledged (False: refused for good, or still refused after 300 attempts)."""
     for _ in range(300):
         if transport == "http":
             resp = requests.post(f"{server.http_url}/v1/traces", data=body, headers=PB, timeout=300)
             answers[str(resp.status_code)] += 1
             if resp.status_code != 503:
-                return
+                return resp.status_code == 200
         else:
             with grpc.insecure_channel(server.grpc_target, OWN_CONNECTION) as channel:
                 try:
                     channel.unary_unary(TRACES)(body, timeout=300)
                     answers["OK"] += 1
-                    return
+                    return True
                 except grpc.RpcError as exc:
                     code = exc.code().name  # type: ignore[attr-defined]
                     answers[code] += 1
                     if code != "UNAVAILABLE":
-                        return
+                        return False
         time.sleep(1)
+    return False
 
 
-def tiny_run(server: Server, transport: str, clients: int, spans: int, first: int) -> TinyRun:
-    bodies = [tiny_spans(spans, first + i * spans) for i in range(clients)]
-    stored_before = server.metric("toolscore_receiver_accepted_items_total")
+def spans_in(db: Path) -> int:
+    with contextlib.closing(sqlite3.connect(db, timeout=60)) as conn:
+        return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+
+
+def burst_run(server: Server, transport: str, bodies: list[bytes], spans: int) -> BurstRun:
+    """``bodies`` (of ``spans`` spans each) sent at once, each by its own client on its own
+    connection, retried while refused as retryable; see BurstRun."""
+    stored_before = spans_in(server.db)
     time.sleep(0.5)
     server.reset_peak()
-    before = server.status_kb("VmRSS")
+    before = tree_rss_kb(server.proc.pid)
     answers: Counter[str] = Counter()
     started = time.monotonic()
-    with HealthProbe(server.http_url) as probe, ThreadPoolExecutor(clients) as pool:
-        list(pool.map(lambda b: send_until_stored(server, transport, b, answers), bodies))
+    with (
+        TreeSampler(server.proc.pid) as sampler,
+        HealthProbe(server.http_url) as probe,
+        ThreadPoolExecutor(len(bodies)) as pool,
+    ):
+        acked = list(pool.map(lambda b: send_until_stored(server, transport, b, answers), bodies))
     seconds = time.monotonic() - started
-    peak = server.status_kb("VmHWM")
+    peak = max(sampler.peak_kb, server.status_kb("VmHWM"))
     time.sleep(2)
-    return TinyRun(
+    return BurstRun(
         transport,
-        clients,
+        len(bodies),
         spans,
         before / 1024,
         peak / 1024,
-        server.status_kb("VmRSS") / 1024,
+        tree_rss_kb(server.proc.pid) / 1024,
         probe.worst,
         seconds,
         dict(answers),
-        int(server.metric("toolscore_receiver_accepted_items_total") - stored_before),
+        sum(acked) * spans,
+        spans_in(server.db) - stored_before,
     )
 
 
-def tiny(clients: int, spans: int) -> list[TinyRun]:
+def tiny_run(server: Server, transport: str, clients: int, spans: int, first: int) -> BurstRun:
+    bodies = [tiny_spans(spans, first + i * spans) for i in range(clients)]
+    return burst_run(server, transport, bodies, spans)
+
+
+def big_run(server: Server, transport: str, clients: int, mib: int, first: int) -> BurstRun:
+    """``clients`` requests of ``mib`` MiB each: 8 spans of big string attributes (truncated
+    when decoded: what costs memory is the bodies and their parsing)."""
+    bodies = [request_bytes(first + i, mib) for i in range(clients)]
+    return burst_run(server, transport, bodies, SPANS_PER_REQUEST)
+
+
+def tiny(clients: int, spans: int) -> list[BurstRun]:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp) / "tiny.db", None, None)
         try:
             return [
                 tiny_run(server, t, clients, spans, first)
                 for t, first in (("http", 0), ("grpc", 100_000_000))
+            ]
+        finally:
+            server.stop()
+
+
+def big(clients: int, mib: int) -> list[BurstRun]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp) / "big.db", None, None)
+        try:
+            return [
+                big_run(server, t, clients, mib, first)
+                for t, first in (("http", 1_000), ("grpc", 2_000))
             ]
         finally:
             server.stop()
@@ -216,12 +294,14 @@ def run_scenario(name: str, clients: int, spans: int) -> None:
               f"HTTP {r['http_served']:.0%}, gRPC {r['grpc_served']:.0%}, 200 exports in "
               f"{r['seconds']:.2f} s")  # fmt: skip
         return
-    for run in tiny(clients, spans):
+    runs = big(clients, spans) if name == "big" else tiny(clients, spans)
+    what = f"MiB requests of {SPANS_PER_REQUEST} spans" if name == "big" else "tiny spans"
+    for run in runs:
         print(
-            f"{run.transport:4} {run.clients} x {run.spans:,} tiny spans: RSS "
+            f"{run.transport:4} {run.clients} x {spans:,} {what}: RSS "
             f"{run.rss_before_mb:.0f} MB -> peak {run.peak_mb:.0f} MB, "
             f"{run.held_mb:.0f} MB after; /health worst "
-            f"{run.health_max_s:.3f} s; {run.stored:,} spans stored in {run.seconds:.1f} s; "
-            f"answers {run.answers}",
+            f"{run.health_max_s:.3f} s; {run.stored:,} spans stored "
+            f"({run.acknowledged:,} acknowledged) in {run.seconds:.1f} s; answers {run.answers}",
             flush=True,
         )

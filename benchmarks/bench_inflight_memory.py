@@ -25,6 +25,10 @@ message (one connection) while a legitimate client sends 100 exports per transpo
 served, and how long they take.
 
     .venv/bin/python benchmarks/bench_inflight_memory.py --scenario tiny --clients 3
+    .venv/bin/python benchmarks/bench_inflight_memory.py --scenario big --clients 16 --spans 54
+
+``--scenario big``: the same with ``--clients`` requests of ``--spans`` MiB of big attribute
+values each (54 MiB: 57 MB).
 """
 
 from __future__ import annotations
@@ -248,10 +252,14 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", choices=("bodies", "tiny", "slowloris"), default="bodies")
+    parser.add_argument(
+        "--scenario", choices=("bodies", "tiny", "big", "slowloris"), default="bodies"
+    )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--mib", type=int, default=8, help="size of each request")
-    parser.add_argument("--spans", type=int, default=1_000_000, help="tiny: spans per request")
+    parser.add_argument(
+        "--spans", type=int, default=1_000_000, help="tiny: spans per request; big: MiB"
+    )
     parser.add_argument("--cap", type=int, default=1, help="--max-concurrent-requests measured")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

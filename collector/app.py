@@ -165,7 +165,8 @@ class App:
     async def start(self) -> None:
         from toolscore.collector.receiver.grpc_server import GrpcReceiver
         from toolscore.collector.receiver.http_server import HttpReceiver
-        from toolscore.storage.engine import create_engine, redact, url_with_deadlines
+        from toolscore.storage.database import open_database
+        from toolscore.storage.engine import redact, url_with_deadlines
         from toolscore.storage.migrate import upgrade
 
         s = self.settings
@@ -176,7 +177,7 @@ class App:
             except Exception as exc:
                 raise StartupError(f"cannot migrate database {redact(s.db_url)}: {exc}") from exc
         deadlines = _deadlines(s)
-        self._engine = create_engine(
+        self._engine = open_database(
             s.db_url, deadlines=deadlines, on_abandon=self.metrics.db_calls_abandoned.inc
         )
         # extensions that connect on their own (scoring processes) get the same deadlines

@@ -37,10 +37,9 @@ from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.worker import RoundRunner
 from toolscore.scorer import ScoringConfig
-from toolscore.storage.engine import create_engine
+from toolscore.storage.database import open_database
 from toolscore.storage.expectations import ExpectationData, import_expectations
 from toolscore.storage.history import ConversationOutcome, outcomes
-from toolscore.storage.migrate import upgrade
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ALL_AT_ONCE = Timing(settle_s=0.0, idle_s=0.0)
@@ -107,8 +106,7 @@ def evaluate(
     """Store, match and score ``loaded`` on a temporary database; every conversation's outcome."""
     with tempfile.TemporaryDirectory(prefix="toolscore-evaluate-") as workdir:
         url = f"sqlite:///{Path(workdir) / 'evaluate.db'}"
-        upgrade(url)
-        engine = create_engine(url)
+        engine = open_database(url, upgrade=True)
         try:
             with engine.begin() as conn:
                 import_expectations(conn, expectations)

@@ -17,7 +17,15 @@ from toolscore.scorer.arguments import (
     exact_arg_score_detailed,
 )
 from toolscore.scorer.duplicates import collapse_repeats, repeats_reason
-from toolscore.scorer.explain import format_call
+from toolscore.scorer.explain import (
+    NOT_ALIGNED,
+    coverage_reason,
+    empty_reason,
+    groups_flattened_reason,
+    pair_reason,
+    unexpected_reason,
+    unmatched_reason,
+)
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.pairing import (
     Pairing,
@@ -172,12 +180,13 @@ class ToolCallAccuracy:
             pair["args"] = per_arg
             pairs.append(pair)
             if one < 1.0:
-                reasons.append(_pair_reason(expected, got, per_arg))
+                lost = [k for k, s in per_arg.items() if s < 1.0]
+                reasons.append(pair_reason(expected.name, e_args, g_args, lost))
         if aligned:
             score /= n_r
         else:
             score = 0.0
-            reasons.insert(0, self._pair(predicted, ref, (), None).reason or "not aligned")
+            reasons.insert(0, self._pair(predicted, ref, (), None).reason or NOT_ALIGNED)
         unmatched_expected: list[int] = []
         unmatched_predicted: list[int] = []
         if len(pairs) != n_r or len(pairs) != n_p:
@@ -185,11 +194,10 @@ class ToolCallAccuracy:
             matched_p = {d["predicted"] for d in pairs}
             unmatched_expected = [r for r in range(n_r) if r not in matched_r]
             unmatched_predicted = [p for p in range(n_p) if p not in matched_p]
+            reasons += [unmatched_reason(ref[r].name, ref[r].args) for r in unmatched_expected]
             reasons += [
-                f"expected {format_call(ref[r])} was not matched by any call"
-                for r in unmatched_expected
+                unexpected_reason(predicted[p].name, predicted[p].args) for p in unmatched_predicted
             ]
-            reasons += [f"unexpected call {format_call(predicted[p])}" for p in unmatched_predicted]
         details = {
             "predicted_count": n_p,
             "expected_count": n_r,
@@ -209,30 +217,9 @@ class ToolCallAccuracy:
         details: dict[str, Any] = {"predicted_count": n_p, "expected_count": n_r}
         reasons: list[str] = []
         if has_groups and self.order != "grouped":
-            reasons.append(f"reference groups read as one ordered list (order: {self.order})")
+            reasons.append(groups_flattened_reason(self.order))
         if not n_p or not n_r:
-            if not n_p and not n_r:
-                value = 1.0
-            elif not n_p and self.order in _MISSING_ALLOWED:
-                value = 1.0
-                reasons.append(f"no tool calls were made ({n_r} allowed by {self.order})")
-            elif not n_p:
-                value = 0.0
-                reasons.append(f"no tool calls were made; {n_r} expected")
-            elif self.order in _EXTRAS_ALLOWED:
-                value = 1.0
-                reasons.append(f"{n_p} extra calls (allowed by {self.order})")
-            else:
-                value = 0.0
-                reasons.append(f"the reference expects no tool calls, but {n_p} were made")
-            details.update(
-                aligned=value == 1.0,
-                pairs=[],
-                unmatched_expected=list(range(n_r)),
-                unmatched_predicted=list(range(n_p)),
-                reasons=reasons,
-            )
-            return value, details
+            return self._evaluate_empty(n_p, n_r, details, reasons)
         cache: dict[tuple[int, int], tuple[float, dict[str, float]]] = {}
         policy = self.arguments
         exact = policy.is_exact
@@ -263,7 +250,8 @@ class ToolCallAccuracy:
             pair["args"] = per_arg
             pairs.append(pair)
             if one < 1.0:
-                reasons.append(_pair_reason(expected, got, per_arg))
+                lost = [k for k, s in per_arg.items() if s < 1.0]
+                reasons.append(pair_reason(expected.name, expected.args, got.args, lost))
         score /= n_p if self.order in _MISSING_ALLOWED else n_r
         compared = min(n_p, n_r)
         if compared < n_r and self.order not in ("superset", "subset"):
@@ -271,21 +259,21 @@ class ToolCallAccuracy:
             score *= coverage
             if pairing.aligned:
                 details["coverage"] = coverage
-                reasons.append(f"only {compared} of {n_r} expected calls could be compared")
+                reasons.append(coverage_reason(compared, n_r))
         if not pairing.aligned:
             score = 0.0
-            reasons.insert(0, pairing.reason or "the call sequences are not aligned")
+            reasons.insert(0, pairing.reason or NOT_ALIGNED)
         matched_r = {d["expected"] for d in pairs}
         matched_p = {d["predicted"] for d in pairs}
         unmatched_expected = [r for r in range(n_r) if r not in matched_r]
         unmatched_predicted = [p for p in range(n_p) if p not in matched_p]
-        allowed = f" (allowed by {self.order})"
-        for r in unmatched_expected:
-            missing = allowed if self.order in _MISSING_ALLOWED else ""
-            reasons.append(f"expected {format_call(ref[r])} was not matched by any call{missing}")
-        for p in unmatched_predicted:
-            extra = allowed if self.order in _EXTRAS_ALLOWED else ""
-            reasons.append(f"unexpected call {format_call(predicted[p])}{extra}")
+        missing = self.order if self.order in _MISSING_ALLOWED else ""
+        extra = self.order if self.order in _EXTRAS_ALLOWED else ""
+        reasons += [unmatched_reason(ref[r].name, ref[r].args, missing) for r in unmatched_expected]
+        reasons += [
+            unexpected_reason(predicted[p].name, predicted[p].args, extra)
+            for p in unmatched_predicted
+        ]
         details.update(
             aligned=pairing.aligned,
             pairs=pairs,
@@ -294,6 +282,23 @@ class ToolCallAccuracy:
             reasons=reasons,
         )
         return min(1.0, max(0.0, score)), details
+
+    def _evaluate_empty(
+        self, n_p: int, n_r: int, details: dict[str, Any], reasons: list[str]
+    ) -> tuple[float, dict[str, Any]]:
+        """One side (or both) has no calls."""
+        allowed = self.order in (_EXTRAS_ALLOWED if n_p else _MISSING_ALLOWED)
+        value = 1.0 if allowed or (not n_p and not n_r) else 0.0
+        if n_p or n_r:
+            reasons.append(empty_reason(n_p, n_r, self.order, allowed))
+        details.update(
+            aligned=value == 1.0,
+            pairs=[],
+            unmatched_expected=list(range(n_r)),
+            unmatched_predicted=list(range(n_p)),
+            reasons=reasons,
+        )
+        return value, details
 
     def _pair(
         self,
@@ -320,9 +325,3 @@ class ToolCallAccuracy:
     def options(self) -> dict[str, Any]:
         return {"order": self.order, "length_mismatch": self.length_mismatch}
 
-
-def _pair_reason(expected: ToolCall, got: ToolCall, per_arg: dict[str, float]) -> str:
-    if not expected.args:
-        return f"expected {expected.name}() without arguments, got {format_call(got)}"
-    lost = [k for k, s in per_arg.items() if s < 1.0]
-    return f"expected {format_call(expected, lost)}, got {format_call(got, lost)}"

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from orjson import dumps as _dumps
 
-from toolscore.scorer.explain import MAX_VALUE
+from toolscore.scorer.explain import (
+    length_reason,
+    names_differ_reason,
+    not_called_reason,
+    pair_reason,
+    unexpected_reason,
+    unmatched_reason,
+)
 from toolscore.scorer.nesting import depth_exceeds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -121,32 +128,6 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
     return predicted
 
 
-def _format_call(call: dict[str, Any], keys: list[str] | None = None) -> str:
-    """``explain.format_call`` on a call dict."""
-    parts = []
-    if keys is not None:  # explain.format_args with keys, inlined
-        args = call["args"]
-        for key in keys:
-            if key in args:
-                text = repr(args[key])
-                if len(text) > MAX_VALUE:
-                    text = text[: MAX_VALUE - 3] + "..."
-                parts.append(f"{key}={text}")
-            else:
-                parts.append(f"{key} missing")
-        return f"{call['name']}({', '.join(parts)})"
-    for key, value in call["args"].items():
-        text = repr(value)
-        if len(text) > MAX_VALUE:
-            text = text[: MAX_VALUE - 3] + "..."
-        parts.append(f"{key}={text}")
-    return f"{call['name']}({', '.join(parts)})"
-
-
-def _names(calls: list[dict[str, Any]]) -> str:
-    return "[" + ", ".join([c["name"] for c in calls]) + "]"
-
-
 def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Row]:
     """``ToolCallAccuracy._evaluate_default`` in strict order, on dicts (both lists non-empty).
 
@@ -191,12 +172,10 @@ def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[fl
                     lost.append(key)
             one = total / len(e_args)
             if lost:
-                reasons.append(
-                    f"expected {_format_call(expected, lost)}, got {_format_call(got, lost)}"
-                )
+                reasons.append(pair_reason(name, e_args, g_args, lost))
         else:  # not identical, so the prediction has arguments
             one = 0.0
-            reasons.append(f"expected {name}() without arguments, got {_format_call(got)}")
+            reasons.append(pair_reason(name, e_args, g_args, ()))
         score += one
         pairs.append({"expected": i, "predicted": i, "name": name, "score": one, "args": per_arg})
     if n_p == n_r and not differ:
@@ -209,22 +188,32 @@ def _accuracy(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[fl
             "unmatched_predicted": [],
             "reasons": reasons,
         }
+    return 0.0, _misaligned(pred, ref, pairs, reasons, differ, i + 1)
+
+
+def _misaligned(
+    pred: list[dict[str, Any]],
+    ref: list[dict[str, Any]],
+    pairs: list[Row],
+    reasons: list[str],
+    differ: list[int],
+    compared: int,
+) -> Row:
+    """``_accuracy``'s explanation when the strict gate failed (score 0)."""
+    n_p, n_r = len(pred), len(ref)
     # pairing.in_order's reason: a length mismatch, else the first differing name
     if n_p != n_r:
-        reasons.insert(0, f"expected {n_r} calls, got {n_p} (length_mismatch: zero scores 0)")
+        reasons.insert(0, length_reason(n_p, n_r))
     else:
-        reasons.insert(
-            0,
-            f"tool names differ at position {differ[0]}: "
-            f"expected {_names(ref)}, got {_names(pred)}",
-        )
-    unmatched_expected = differ + list(range(i + 1, n_r))
-    unmatched_predicted = differ + list(range(i + 1, n_p))
+        ref_names = [c["name"] for c in ref]
+        reasons.insert(0, names_differ_reason(differ[0], ref_names, [c["name"] for c in pred]))
+    unmatched_expected = differ + list(range(compared, n_r))
+    unmatched_predicted = differ + list(range(compared, n_p))
     for r in unmatched_expected:
-        reasons.append(f"expected {_format_call(ref[r])} was not matched by any call")
+        reasons.append(unmatched_reason(ref[r]["name"], ref[r]["args"]))
     for p in unmatched_predicted:
-        reasons.append(f"unexpected call {_format_call(pred[p])}")
-    return 0.0, {
+        reasons.append(unexpected_reason(pred[p]["name"], pred[p]["args"]))
+    return {
         "predicted_count": n_p,
         "expected_count": n_r,
         "aligned": False,
@@ -278,11 +267,11 @@ def _f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, R
     precision, recall, f1 = _RATIOS.get((tp, fp, fn)) or _ratios(tp, fp, fn)
     reasons: list[str] = []
     for call in missing:
-        reasons.append(f"expected {_format_call(call)} was not called")
+        reasons.append(not_called_reason(call["name"], call["args"]))
     if fp:
         for call in actual:
             if call not in expected:
-                reasons.append(f"unexpected call {_format_call(call)}")
+                reasons.append(unexpected_reason(call["name"], call["args"]))
     return f1, {
         "true_positives": tp,
         "false_positives": fp,

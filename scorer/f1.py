@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolscore.scorer.accuracy import flat_calls
-from toolscore.scorer.explain import format_call
+from toolscore.scorer.explain import F1_BOTH_EMPTY, not_called_reason, unexpected_reason
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH, too_deep
 
@@ -68,12 +68,12 @@ class ToolCallF1:
         reasons = []
         if fn:
             missing = _distinct_outside(ref, ref_keys, actual)
-            reasons += [f"expected {c} was not called" for c in missing]
+            reasons += [not_called_reason(c.name, c.args) for c in missing]
         if fp:
             extra = _distinct_outside(predicted, pred_keys, expected)
-            reasons += [f"unexpected call {c}" for c in extra]
+            reasons += [unexpected_reason(c.name, c.args) for c in extra]
         if not expected and not actual:
-            reasons.append("no calls expected and none made: F1 is 0 by definition")
+            reasons.append(F1_BOTH_EMPTY)
         return f1, {
             "true_positives": tp,
             "false_positives": fp,
@@ -89,11 +89,12 @@ class ToolCallF1:
 
 def _distinct_outside(
     calls: Sequence[ToolCall], keys: Sequence[tuple[str, Any]], other: set[tuple[str, Any]]
-) -> list[str]:
+) -> list[ToolCall]:
+    """The calls whose keys are not in ``other``, each key once (first occurrence)."""
     seen: set[tuple[str, Any]] = set()
-    out: list[str] = []
+    out: list[ToolCall] = []
     for call, key in zip(calls, keys, strict=True):
         if key not in other and key not in seen:
             seen.add(key)
-            out.append(format_call(call))
+            out.append(call)
     return out

@@ -31,6 +31,19 @@ def supports_skip_locked(conn: Connection) -> bool:
     return conn.dialect.name == "postgresql"
 
 
+def backend_name(url: str) -> str:
+    """``"postgresql"`` or ``"sqlite"``: the database ``url`` names."""
+    from toolscore.storage.engine import normalize_url
+
+    return str(normalize_url(url).get_backend_name())
+
+
+def concurrent_writers(backend: str) -> bool:
+    """Whether write transactions on one database run at once (PostgreSQL, row locks) or one at
+    a time (SQLite: one file, one writer), e.g. whether a second scoring process can help."""
+    return backend == "postgresql"
+
+
 def one_writer(conn: Connection) -> bool:
     """SQLite: one write transaction at a time, so what a transaction read stays current and no
     row locks are needed."""

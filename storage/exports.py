@@ -33,9 +33,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.storage.base import Base
+from toolscore.storage.base import Base, UtcDateTime
 from toolscore.storage.dialect import insert_ignore_duplicates, supports_skip_locked, upsert
-from toolscore.storage.pipeline import UtcDateTime, evaluations
+from toolscore.storage.pipeline import evaluations
 
 DEFAULT_PASS_THRESHOLD = 1.0
 # New evaluations are found by an anti-join restricted to ids above (highest enqueued - slack):

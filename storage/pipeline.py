@@ -12,52 +12,21 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     Boolean,
-    DateTime,
     Float,
     Index,
     Integer,
     Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.storage.base import Base, Int64, JsonType
-
-# Python ``None`` stored as SQL NULL (not JSON ``null``) so "no arguments decoded" is queryable.
-JsonOrNull = JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
-
-
-class UtcDateTime(TypeDecorator[dt.datetime]):
-    """A timezone-aware UTC timestamp on both dialects (SQLite keeps no zone; we restore UTC)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware UTC time")
-        value = value.astimezone(dt.UTC)
-        # SQLite compares timestamps as text: store them naive so every row has one format.
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(
-        self, value: dt.datetime | None, dialect: Dialect
-    ) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC)
-
+from toolscore.storage.base import Base, Int64, JsonOrNull, JsonType
+from toolscore.storage.base import (
+    UtcDateTime as UtcDateTime,  # re-exported: long imported from here
+)
 
 # Conversations with telemetry left to prune (textually equal to migration 0005's index
 # predicate: SQLite uses a partial index only for queries containing the predicate as written).

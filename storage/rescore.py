@@ -25,9 +25,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.storage.base import Base
+from toolscore.storage.base import Base, UtcDateTime
 from toolscore.storage.dialect import insert_ignore_duplicates
-from toolscore.storage.pipeline import STATUS_OPEN, UtcDateTime, conversations, evaluations
+from toolscore.storage.pipeline import STATUS_OPEN, conversations, evaluations
 
 OUTCOME_RESCORED = "rescored"  # a new revision was written
 OUTCOME_UNCHANGED = "unchanged"  # same expectation version, configuration and results: no write

@@ -11,7 +11,7 @@ from toolscore.collector.configuration import add_options
 from toolscore.collector.settings import DB, DB_ENV, DEFAULT_DB_URL, resolve_db_url
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from toolscore.storage.database import Engine
 
 __all__ = [
     "DB_ENV",
@@ -38,24 +38,17 @@ def open_migrated_database(
 
     Messages go to stderr as ``{prog}: ...``; a database without the table gets ``hint``.
     """
-    from sqlalchemy import inspect
-
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import MissingTableError, open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
     from toolscore.storage.url_safety import without_password
 
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url, must_exist=True)
-        with engine.connect() as conn:
-            ready = inspect(conn).has_table(table)
+        return open_database(url, must_exist=True, table=table)
     except DatabaseUrlError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
-        return None
+    except MissingTableError:
+        print(f"{prog}: {redact(url)} has no {table} table: {hint}", file=sys.stderr)
     except Exception as exc:  # a driver's message may quote parts of the URL
         print(f"{prog}: {redact(url)}: {without_password(str(exc), url)}", file=sys.stderr)
-        return None
-    if not ready:
-        engine.dispose()
-        print(f"{prog}: {redact(url)} has no {table} table: {hint}", file=sys.stderr)
-        return None
-    return engine
+    return None

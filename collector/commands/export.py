@@ -108,11 +108,12 @@ def write_jsonl(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
 
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url, must_exist=True)
+        engine = open_database(url, must_exist=True)
     except DatabaseUrlError as exc:
         print(safe_message(f"toolscore export: {exc}"), file=sys.stderr)
         return 2

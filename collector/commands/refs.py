@@ -24,8 +24,7 @@ from toolscore.collector.commands.common import (
 from toolscore.collector.safe_text import json_safe, safe_lines, safe_message, terminal_safe
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
+    from toolscore.storage.database import Engine
     from toolscore.storage.expectations import ExpectationRow
 
 
@@ -86,8 +85,8 @@ def _metric_names(config_path: Path) -> list[str]:
 
 def _import(args: argparse.Namespace) -> int:
     from toolscore.collector.refs_file import RefsFileError, load_refs_file
-    from toolscore.storage import migrate
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
     from toolscore.storage.expectations import import_expectations
 
     metric_names = None
@@ -107,8 +106,7 @@ def _import(args: argparse.Namespace) -> int:
 
     url = resolve_db_url(args, os.environ)
     try:
-        migrate.upgrade(url, "heads")
-        engine = create_engine(url)
+        engine = open_database(url, upgrade=True)
     except DatabaseUrlError as exc:
         _error(str(exc))
         return 2

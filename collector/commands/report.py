@@ -48,7 +48,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.collector.report import load_report, render_html, render_text
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
 
     until: dt.date = args.until or dt.datetime.now(dt.UTC).date()
     since: dt.date = args.since or (until - dt.timedelta(days=DEFAULT_DAYS))
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url, must_exist=True)
+        engine = open_database(url, must_exist=True)
     except DatabaseUrlError as exc:
         print(safe_message(f"toolscore report: {exc}"), file=sys.stderr)
         return 2

@@ -70,12 +70,13 @@ class ProgressBar:
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
-    from toolscore.storage.engine import DatabaseUrlError, create_engine, redact
+    from toolscore.storage.database import open_database
+    from toolscore.storage.engine import DatabaseUrlError, redact
 
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     url = resolve_db_url(args, os.environ)
     try:
-        engine = create_engine(url)
+        engine = open_database(url)
     except DatabaseUrlError as exc:
         print(f"toolscore rescore: {exc}", file=sys.stderr)
         return 2

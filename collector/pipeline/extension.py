@@ -15,7 +15,7 @@ from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.options import PipelineOptions, processes_for
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import ScoringConfig, default_config
-from toolscore.storage.engine import normalize_url
+from toolscore.storage.dialect import backend_name
 from toolscore.storage.pipeline import STATUS_UNMATCHED
 
 
@@ -72,7 +72,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             if any(status != STATUS_UNMATCHED for status in statuses):
                 written.emit()
 
-        backend = normalize_url(ctx.settings.db_url).get_backend_name()
+        backend = backend_name(ctx.settings.db_url)
         processes = processes_for(options, backend, os.cpu_count())
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [

@@ -213,6 +213,8 @@ def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None)
     busy; on SQLite, one file has one writer at a time and a second process only adds lock
     contention with ingest.
     """
+    from toolscore.storage.dialect import concurrent_writers  # SQLAlchemy: not at start-up
+
     if options.scoring_processes is not None:
         return options.scoring_processes
-    return 2 if backend == "postgresql" and (cpu_count or 1) >= 2 else 1
+    return 2 if concurrent_writers(backend) and (cpu_count or 1) >= 2 else 1

@@ -239,13 +239,13 @@ def _child_init(
     threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
     from toolscore.collector.logformat import configure as configure_logging
     from toolscore.scorer import default_config, load_config
-    from toolscore.storage.engine import create_engine
+    from toolscore.storage.database import open_database
 
     configure_logging(spec.log_level, spec.log_format)
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
     _child_runner = RoundRunner(
-        create_engine(spec.db_url),
+        open_database(spec.db_url),
         config,
         timing=timing,
         batch_size=batch_size,

@@ -1,12 +1,14 @@
 """A byte budget on request data in memory, shared by both transports (issue 9, point 7).
 
 A request reserves, in steps, what it is about to hold: its body as it is read (decompressed
-bytes), ``PARSE_FACTOR`` times that before it is parsed, then the cost of one decoded chunk
-(limits.py). A step that does not fit is refused at once with :class:`MemoryBusy` (UNAVAILABLE /
-503, retryable) and the request's whole reservation is given back; a request that could not fit
-even in an empty budget gets :class:`RequestTooLarge` (permanent: resending cannot help). So what
-admitted requests hold is bounded by the budget, not by the number of requests times their size.
-All of it runs on the event loop: nothing awaits between a test and its update.
+bytes), then what parsing and decoding one chunk of it may cost (protobuf: estimated from the
+chunk's items and bytes before it is parsed, wire.py; OTLP/JSON: from the body's bytes, objects
+and arrays, as it is parsed whole; limits.py). A step that does not fit is refused at once with
+:class:`MemoryBusy` (UNAVAILABLE / 503, retryable) and the request's whole reservation is given
+back; a request that could not fit even in an empty budget gets :class:`RequestTooLarge`
+(permanent: resending cannot help). So what admitted requests hold is bounded by the budget,
+not by the number of requests times their size. All of it runs on the event loop: nothing
+awaits between a test and its update.
 """
 
 from __future__ import annotations

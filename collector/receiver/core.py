@@ -12,7 +12,6 @@ from typing import Literal
 
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
-    ExportLogsServiceRequest,
     ExportLogsServiceResponse,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -20,23 +19,35 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from toolscore.collector.decode import DecodeLimits, decode_logs, decode_traces
+from toolscore.collector.decode import (
+    DecodeLimits,
+    decode_logs,
+    decode_traces,
+    parse_logs_json,
+    parse_logs_protobuf,
+    parse_traces_json,
+    parse_traces_protobuf,
+)
 from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthenticated
 from toolscore.collector.ingest import IngestWriter
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.receiver import wire
 from toolscore.collector.receiver.budget import MemoryBudget, Reservation
 from toolscore.collector.receiver.chunks import Request, chunks, item_count
 from toolscore.collector.receiver.limits import (
     CHUNK_BYTES,
-    CHUNK_BYTES_FACTOR,
     CHUNK_ITEMS,
+    DECODE_BYTES_FACTOR,
     ITEM_COST,
-    PARSE_FACTOR,
+    JSON_ARRAY_COST,
+    JSON_BYTES_FACTOR,
+    JSON_OBJECT_COST,
     ReceiverLimits,
 )
 
 Signal = Literal["traces", "logs"]
+Format = Literal["protobuf", "json"]
 MAX_CHUNK_MESSAGES = 3  # chunks' rejection summaries quoted in one partial_success
 DECODER_THREADS = 2  # the machine's cores: more would only contend for the GIL
 DEFAULT_LIMITS = ReceiverLimits()
@@ -111,60 +122,72 @@ class OtlpCore:
         self,
         signal: Signal,
         body: bytes,
-        parse: Callable[[bytes], Request],
+        fmt: Format,
         transport: str,
         reservation: Reservation,
     ) -> Message:
         """Parse, decode and store one request body, within its memory ``reservation`` (which
-        already holds the body). Parsing and decoding run in the decoder threads, chunk by chunk
-        (limits.CHUNK_*), so the event loop is never blocked and the decoded form of at most one
-        chunk per request exists at a time; each chunk is committed before the next is decoded.
+        already holds the body). Work runs in the decoder threads, chunk by chunk (limits.py),
+        so the event loop is never blocked and at most one chunk per request is parsed and
+        decoded at a time, its cost reserved first; each chunk is committed before the next.
         If a later chunk is refused (retryable), the client resends the whole request and the
         chunks already stored are ignored as duplicates."""
         loop = asyncio.get_running_loop()
-        wire = len(body)
-        reservation.grow(wire * PARSE_FACTOR)
-        # A traceback keeps this frame until the cyclic GC runs: on every way out, drop the
-        # big objects (refused 48 MB messages piled up to 1.2 GB before this).
-        try:
-            request, items = await loop.run_in_executor(self._decoder, _parse, parse, body)
-        finally:
-            del body
-        try:
-            reservation.grow(_chunk_cost(items, wire))
-        except BaseException:
-            del request
-            raise
-        parts = chunks(request, CHUNK_ITEMS, CHUNK_BYTES)
-        del request  # the chunks keep what they need
+        if fmt == "protobuf":
+            parts: Iterator[wire.Chunk | Request] = wire.split(
+                body, signal == "logs", CHUNK_ITEMS, CHUNK_BYTES, self.budget.limit
+            )
+            allowance = _first_allowance(len(body))
+            reservation.grow(allowance)
+        else:
+            parts, allowance = await self._parsed_json(signal, body, reservation), 0
+        del body  # the chunks keep what they need
         outcome = _Outcome()
         try:
-            while True:
-                decoded = await loop.run_in_executor(self._decoder, self._next, parts, signal)
-                if decoded is None:
-                    break
+            while chunk := await loop.run_in_executor(self._decoder, next, parts, None):
+                if isinstance(chunk, wire.Chunk) and chunk.cost > allowance:
+                    reservation.grow(chunk.cost - allowance)  # a big item (wire.item_cost)
+                    allowance = chunk.cost
+                decoded = await loop.run_in_executor(self._decoder, self._decode, chunk, signal)
+                del chunk
                 outcome.add(decoded.rejected, decoded.message)
                 spans, logs = decoded.items
                 truncated, rejected = decoded.truncated, decoded.rejected
                 del decoded
                 await self._store(signal, transport, spans, logs, truncated, rejected)
         finally:
-            parts.close()
+            close = getattr(parts, "close", None)
+            if close is not None:
+                close()
+            chunk = None
             spans = logs = ()
         return outcome.response(signal)
 
-    def _next(self, parts: Iterator[Request], signal: Signal) -> _Decoded | None:
-        """In a decoder thread: the next chunk, decoded (None when there is none left)."""
-        chunk = next(parts, None)
-        if chunk is None:
-            return None
-        if signal == "traces":
-            assert isinstance(chunk, ExportTraceServiceRequest)
+    async def _parsed_json(
+        self, signal: Signal, body: bytes, reservation: Reservation
+    ) -> Iterator[Request]:
+        """OTLP/JSON, parsed whole (its estimated cost reserved first), in chunks."""
+        loop = asyncio.get_running_loop()
+        reservation.grow(await loop.run_in_executor(self._decoder, _json_cost, body))
+        parse = parse_traces_json if signal == "traces" else parse_logs_json
+        request, items = await loop.run_in_executor(self._decoder, _parse, parse, body)
+        try:
+            reservation.grow(_json_chunk_cost(items, len(body)))
+        except BaseException:
+            del request
+            raise
+        return chunks(request, CHUNK_ITEMS, CHUNK_BYTES)
+
+    def _decode(self, chunk: wire.Chunk | Request, signal: Signal) -> _Decoded:
+        """In a decoder thread: one chunk, parsed if need be, decoded."""
+        if isinstance(chunk, wire.Chunk):
+            parse = parse_traces_protobuf if signal == "traces" else parse_logs_protobuf
+            chunk = parse(chunk.data)
+        if isinstance(chunk, ExportTraceServiceRequest):
             traces = decode_traces(chunk, self._limits)
             return _Decoded(
                 (traces.spans, ()), traces.rejected, traces.error_message, traces.truncated_values
             )
-        assert isinstance(chunk, ExportLogsServiceRequest)
         logs = decode_logs(chunk, self._limits)
         return _Decoded(
             ((), logs.records), logs.rejected, logs.error_message, logs.truncated_values
@@ -200,9 +223,24 @@ def _parse(parse: Callable[[bytes], Request], body: bytes) -> tuple[Request, int
     return request, item_count(request)
 
 
-def _chunk_cost(items: int, wire_bytes: int) -> int:
-    """What decoding and storing the largest chunk of a request costs (limits.py)."""
-    return min(items, CHUNK_ITEMS) * ITEM_COST + min(wire_bytes, CHUNK_BYTES) * CHUNK_BYTES_FACTOR
+def _first_allowance(wire_bytes: int) -> int:
+    """What the first chunk of a protobuf body of ``wire_bytes`` may cost (an item takes 2
+    bytes at least); bigger items grow it (wire.py)."""
+    return wire.chunk_cost(min(wire_bytes // 2, CHUNK_ITEMS), min(wire_bytes, CHUNK_BYTES))
+
+
+def _json_cost(body: bytes) -> int:
+    """In a decoder thread: what parsing an OTLP/JSON body may cost (limits.py)."""
+    return (
+        len(body) * JSON_BYTES_FACTOR
+        + body.count(b"{") * JSON_OBJECT_COST
+        + body.count(b"[") * JSON_ARRAY_COST
+    )
+
+
+def _json_chunk_cost(items: int, wire_bytes: int) -> int:
+    """What decoding the largest chunk of a parsed JSON request costs (limits.py)."""
+    return min(items, CHUNK_ITEMS) * ITEM_COST + min(wire_bytes, CHUNK_BYTES) * DECODE_BYTES_FACTOR
 
 
 @dataclass(frozen=True, slots=True)

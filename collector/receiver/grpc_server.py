@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from toolscore.collector.decode import parse_logs_protobuf, parse_traces_protobuf
 from toolscore.collector.errors import (
+    ErrorStatus,
     ReceiverError,
     RetryableError,
     ShuttingDown,
@@ -164,37 +164,44 @@ class GrpcReceiver:
     async def _export_traces(
         self, _requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        return await self._export(context, parse_traces_protobuf, "traces")
+        return await self._export(context, "traces")
 
     async def _export_logs(
         self, _requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        return await self._export(context, parse_logs_protobuf, "logs")
+        return await self._export(context, "logs")
 
     async def _export(
         self,
         context: grpc.aio.ServicerContext[Any, Any],
-        parse: Callable[[bytes], Any],
         signal: Signal,
     ) -> bytes:
-        data: bytes | None = None
         try:
-            self._refuse_if_closing()
-            self._core.check_auth(_metadata(context, "authorization"))
-            self._core.check_slot("grpc")  # saturated: refused before the message is read
-            with self._core.budget.reservation("grpc") as reservation:
-                data = await self._read(context)
-                if data is None:
-                    return b""
-                reservation.grow(len(data))
-                with self._core.slot("grpc"):
-                    response = await self._core.export(signal, data, parse, "grpc", reservation)
-            return bytes(response.SerializeToString())
+            return await self._admit_and_export(context, signal)
         except Exception as exc:
-            # The exception's traceback keeps this frame until the cyclic GC runs: not the
-            # message (refused 48 MB messages piled up to 1.2 GB before this).
-            data = None
-            await self._abort(context, exc)
+            status = self._failed(exc)
+        # Aborted outside the handler: the exception's traceback holds the frames that held the
+        # message, and the abort's exception would keep it (as __context__, in a cycle with this
+        # frame) until the cyclic GC runs; refused 48 MB messages piled up to 1.2 GB that way.
+        await context.abort(
+            status.grpc_code, status.message, trailing_metadata=grpc_trailers(status)
+        )
+        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+    async def _admit_and_export(
+        self, context: grpc.aio.ServicerContext[Any, Any], signal: Signal
+    ) -> bytes:
+        self._refuse_if_closing()
+        self._core.check_auth(_metadata(context, "authorization"))
+        self._core.check_slot("grpc")  # saturated: refused before the message is read
+        with self._core.budget.reservation("grpc") as reservation:
+            data = await self._read(context)
+            if data is None:
+                return b""
+            reservation.grow(len(data))
+            with self._core.slot("grpc"):
+                response = await self._core.export(signal, data, "protobuf", "grpc", reservation)
+        return bytes(response.SerializeToString())
 
     async def _read(self, context: grpc.aio.ServicerContext[Any, Any]) -> bytes | None:
         """The call's one message (as a unary call sends), read in its turn (read_gate.py).
@@ -219,15 +226,12 @@ class GrpcReceiver:
         if self._closing:
             raise ShuttingDown("server is shutting down", self._retry_after_s)
 
-    async def _abort(self, context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> NoReturn:
+    def _failed(self, exc: Exception) -> ErrorStatus:
         status = status_for(exc)
         if not isinstance(exc, ReceiverError | ValueError):
             log.exception("gRPC export failed unexpectedly")
         self._metrics.failed_requests.labels("grpc", status.grpc_code.name).inc()
-        await context.abort(
-            status.grpc_code, status.message, trailing_metadata=grpc_trailers(status)
-        )
-        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+        return status
 
 
 def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str | None:

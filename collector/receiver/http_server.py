@@ -21,18 +21,11 @@ import resource
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from toolscore.collector.decode import (
-    parse_logs_json,
-    parse_logs_protobuf,
-    parse_traces_json,
-    parse_traces_protobuf,
-)
 from toolscore.collector.errors import (
     ReceiverError,
     RequestTooLarge,
@@ -44,7 +37,7 @@ from toolscore.collector.errors import (
 )
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.budget import Reservation
-from toolscore.collector.receiver.core import OtlpCore, Signal
+from toolscore.collector.receiver.core import Format, OtlpCore, Signal
 from toolscore.collector.receiver.inflate import inflater, too_large
 from toolscore.collector.receiver.sites import CappedTCPSite
 from toolscore.collector.settings import Listen
@@ -136,18 +129,12 @@ class HttpReceiver:
     # --- OTLP endpoints -----------------------------------------------------------------------
 
     async def _traces(self, request: web.Request) -> web.StreamResponse:
-        return await self._export(request, parse_traces_protobuf, parse_traces_json, "traces")
+        return await self._export(request, "traces")
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
-        return await self._export(request, parse_logs_protobuf, parse_logs_json, "logs")
+        return await self._export(request, "logs")
 
-    async def _export(
-        self,
-        request: web.Request,
-        parse_protobuf: Callable[[bytes], Any],
-        parse_json: Callable[[bytes], Any],
-        signal: Signal,
-    ) -> web.StreamResponse:
+    async def _export(self, request: web.Request, signal: Signal) -> web.StreamResponse:
         media = request.content_type.lower()  # parameters such as charset are dropped by aiohttp
         is_json = media == JSON
         body = b""
@@ -166,8 +153,8 @@ class HttpReceiver:
             with self._core.budget.reservation("http") as reservation:
                 body = await self._read_body(request, reservation)
                 with self._core.slot("http"):
-                    parse = parse_json if is_json else parse_protobuf
-                    response = await self._core.export(signal, body, parse, "http", reservation)
+                    fmt: Format = "json" if is_json else "protobuf"
+                    response = await self._core.export(signal, body, fmt, "http", reservation)
             return _message_response(response, is_json, 200)
         except Exception as exc:
             body = b""  # the traceback keeps this frame until the cyclic GC: not the body

@@ -3,7 +3,7 @@
 One frozen dataclass, so that the receivers and tests share the numbers and the operator docs can
 quote them. Every figure below was measured on the 2-core test VM (benchmarks/
 bench_inflight_memory.py); ``DEFAULT_MEMORY_BUDGET`` plus the gRPC arrival bound plus the
-server's own ~140 MB keep the process under 1 GB whatever clients send.
+server's own ~140 MB keep the process under 1 GB whatever clients send (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -14,17 +14,28 @@ MIB = 1024 * 1024
 
 # Bytes of request data admitted at once, both transports (see budget.py for what is counted).
 DEFAULT_MEMORY_BUDGET = 384 * MIB
-# Protobuf (upb) and OTLP/JSON parsing need about 4x a body's size on top of the body itself
-# (1,000,000 tiny spans: 48 MiB -> +199 MB; 200,000 as JSON: 27 MiB -> +109 MB peak).
-PARSE_FACTOR = 4
-# Decoded in chunks of at most this many spans / log records and this many wire bytes: the
-# decoded form (SpanRecord, attribute dicts, the ingest writer's rows) exists for one chunk at a
-# time, whatever the request's size. ~1 KiB per item and ~3x the wire bytes (measured: 400 B per
-# decoded tiny span, plus the writer's rows; attribute text is copied twice on its way in).
+# Protobuf bodies are split before parsing (wire.py) into chunks of at most CHUNK_ITEMS spans /
+# log records and CHUNK_BYTES of wire bytes; one chunk per request is parsed and decoded at a
+# time, each committed before the next. What a chunk may cost, estimated before it is parsed:
 CHUNK_ITEMS = 10_000
-CHUNK_BYTES = 4 * MIB
-ITEM_COST = 1024
-CHUNK_BYTES_FACTOR = 3
+CHUNK_BYTES = 1 * MIB
+# per item: ~170 B parsed (an empty span, 2 wire bytes, parses to 170 B), ~400 B decoded
+# (SpanRecord...), plus the ingest writer's rows
+ITEM_COST = 1280
+# per wire byte of nested values not counted one by one: empty attributes / events parse to 26x
+# their wire size, arrays of empty values to 19x (measured, upb)...
+PARSE_BYTES_FACTOR = 32
+# ...and decoded: attribute text is copied twice on its way in (+ the parsed copy)
+DECODE_BYTES_FACTOR = 3
+# An item over CHUNK_BYTES is a chunk alone: its nested messages are counted, this much each
+# (parsed ~40-50 B, decoded into dict entries and values ~150 B).
+NESTED_COST = 256
+# OTLP/JSON is parsed whole (json.loads then the protobuf message): estimated from its bytes (a
+# string, number or key costs at most 16x its text as Python objects) plus each object and array
+# (an empty object "{}" costs ~234 B parsed: 82x). 1,000,000 tiny spans as JSON: 4.4x measured.
+JSON_BYTES_FACTOR = 16
+JSON_OBJECT_COST = 256
+JSON_ARRAY_COST = 64
 # After a request this large, freed heap is handed back to the OS (malloc_trim).
 TRIM_AFTER_BYTES = 64 * MIB
 
