@@ -27,6 +27,7 @@ from toolscore.collector.commands.common import add_db_argument, open_database
 from toolscore.collector.configuration import add_options
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED
 from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.pipeline.options import (
     CONTROL_CALLS_OPTIONS,
@@ -299,6 +300,8 @@ def _flat_reference(reference: Any) -> list[str]:
 
 
 def _predicted(call: Mapping[str, Any]) -> str:
+    if call["arguments"] is None and call["arguments_raw"] is None:
+        return f"{call['name']}(<arguments not recorded>)"
     if call["arguments_ok"] or call["arguments_raw"] is None:
         return format_call(call["name"], call["arguments"])
     return f"{call['name']}(<undecoded: {call['arguments_raw']}>)"
@@ -380,13 +383,17 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
 
 
 def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
-    head = f"  {evaluation['metric']}  {format_score(evaluation['score'])}"
+    details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
+    unscored = details.get("label") == LABEL_NOT_EVALUATED  # collector/not_evaluated.py
+    shown = LABEL_NOT_EVALUATED if unscored else format_score(evaluation["score"])
+    head = f"  {evaluation['metric']}  {shown}"
     if evaluation["metric_type"] != evaluation["metric"]:
         head += f"  ({evaluation['metric_type']})"
     lines = [head]
     if evaluation["error"]:
         lines.append(f"    error: {evaluation['error']}")
-    details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
+    if unscored and details.get("reason"):
+        lines.append(f"    {details['reason']}")
     extras = [
         f"{key}={details[key]:.4g}"
         for key in ("precision", "recall")

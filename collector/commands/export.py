@@ -86,7 +86,7 @@ def iter_rows(
         row["is_current"] = bool(r["is_current"])
         row["created_at"] = r["created_at"].isoformat()
         row["threshold"] = threshold
-        row["label"] = pass_label(r["score"], threshold)
+        row["label"] = pass_label(r["score"], threshold, r.get("details"))
         yield {k: row[k] for k in FIELDS}
 
 
