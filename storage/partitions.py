@@ -1,6 +1,6 @@
 """PostgreSQL: ``spans`` and ``log_records`` partitioned by day, so retention drops whole days.
 
-Migration 0007 makes both tables ``PARTITION BY RANGE``: ``spans`` on ``start_ns``,
+Migration 0008 makes both tables ``PARTITION BY RANGE``: ``spans`` on ``start_ns``,
 ``log_records`` on ``time_ns`` (Unix ns, one partition per UTC day, ``spans_pYYYYMMDD``), each
 with a DEFAULT partition for times outside the partitions created. The key is the span's own
 time, not its arrival: a primary key or unique index of a partitioned table must contain the
@@ -49,7 +49,7 @@ def day_start(ns: int) -> int:
 
 
 def partitioned(conn: Connection, table: str = "spans") -> bool:
-    """Whether ``table`` is a partitioned table (PostgreSQL after migration 0007)."""
+    """Whether ``table`` is a partitioned table (PostgreSQL after migration 0008)."""
     if conn.dialect.name != "postgresql":
         return False
     found = conn.execute(

@@ -28,7 +28,7 @@ _PARTITION = re.compile(r"^(spans|log_records)_(p\d{8}|default)")
 
 
 def _not_a_partition(obj: Any, name: str | None, kind: str, *_: Any) -> bool:
-    """PostgreSQL's day partitions of spans and log_records (migration 0007) are not models."""
+    """PostgreSQL's day partitions of spans and log_records (migration 0008) are not models."""
     table = name if kind == "table" else getattr(getattr(obj, "table", None), "name", "")
     return not _PARTITION.match(table or "")
 

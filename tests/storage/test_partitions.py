@@ -49,7 +49,7 @@ def _names(engine: Engine, table: str = "spans") -> set[str]:
 
 
 def test_an_existing_database_is_converted_and_resends_stay_out(postgres_url: str) -> None:
-    upgrade(postgres_url, "0006")
+    upgrade(postgres_url, "0007")
     engine = create_engine(postgres_url)
     now = time.time_ns()
     recent, _ = conversation("recent", "e1", start_shift_ns=now - 1_767_225_600 * NS)

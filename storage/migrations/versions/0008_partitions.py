@@ -1,7 +1,7 @@
 """PostgreSQL: spans and log_records partitioned by day (SQLite: nothing)
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 
 ``spans`` becomes ``PARTITION BY RANGE (start_ns)`` and ``log_records`` ``PARTITION BY RANGE
 (time_ns)``, one partition per UTC day plus a DEFAULT partition, so that span retention drops
@@ -21,8 +21,8 @@ import time
 
 from alembic import op
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
