@@ -30,7 +30,6 @@ PENDING_MODULES: set[str] = {
     "benchmarks/bench_ingest.py",
     "benchmarks/bench_pipeline.py",
     "collector/commands/conversations.py",
-    "collector/decode.py",
     "collector/pipeline/worker.py",
     "collector/reconstruct.py",
     "collector/refs_file.py",
