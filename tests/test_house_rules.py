@@ -32,7 +32,6 @@ PENDING_MODULES: set[str] = {
     "collector/commands/conversations.py",
     "collector/pipeline/worker.py",
     "collector/reconstruct.py",
-    "collector/refs_file.py",
     "collector/settings.py",
     "scorer/bulk.py",
     "storage/expectations.py",
