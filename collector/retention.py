@@ -154,8 +154,8 @@ class RetentionComponent:
 
 
 def describe(seconds: float) -> str:
-    """``604800`` -> ``7d``."""
-    for unit, size in sorted(_UNITS.items(), key=lambda kv: -kv[1]):
+    """``604800`` -> ``7d`` (days rather than weeks: how retention is usually said)."""
+    for unit, size in sorted(_UNITS.items(), key=lambda kv: -kv[1])[1:]:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolscore.scorer.accuracy import flat_calls
-from toolscore.scorer.explain import format_call
+from toolscore.scorer.explain import F1_BOTH_EMPTY, not_called_reason, unexpected_reason
+from toolscore.scorer.losses import f1_losses
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH, too_deep
 
@@ -66,14 +67,12 @@ class ToolCallF1:
         fp, fn = len(actual) - tp, len(expected) - tp
         precision, recall, f1 = _f1(tp, fp, fn)
         reasons = []
-        if fn:
-            missing = _distinct_outside(ref, ref_keys, actual)
-            reasons += [f"expected {c} was not called" for c in missing]
-        if fp:
-            extra = _distinct_outside(predicted, pred_keys, expected)
-            reasons += [f"unexpected call {c}" for c in extra]
+        missing = _distinct_outside(ref, ref_keys, actual) if fn else []
+        reasons += [not_called_reason(c.name, c.args) for c in missing]
+        extra = _distinct_outside(predicted, pred_keys, expected) if fp else []
+        reasons += [unexpected_reason(c.name, c.args) for c in extra]
         if not expected and not actual:
-            reasons.append("no calls expected and none made: F1 is 0 by definition")
+            reasons.append(F1_BOTH_EMPTY)
         return f1, {
             "true_positives": tp,
             "false_positives": fp,
@@ -81,6 +80,7 @@ class ToolCallF1:
             "precision": precision,
             "recall": recall,
             "reasons": reasons,
+            "losses": f1_losses([c.name for c in missing], [c.name for c in extra], f1),
         }
 
     def options(self) -> dict[str, Any]:
@@ -89,11 +89,12 @@ class ToolCallF1:
 
 def _distinct_outside(
     calls: Sequence[ToolCall], keys: Sequence[tuple[str, Any]], other: set[tuple[str, Any]]
-) -> list[str]:
+) -> list[ToolCall]:
+    """The calls whose keys are not in ``other``, each key once (first occurrence)."""
     seen: set[tuple[str, Any]] = set()
-    out: list[str] = []
+    out: list[ToolCall] = []
     for call, key in zip(calls, keys, strict=True):
         if key not in other and key not in seen:
             seen.add(key)
-            out.append(format_call(call))
+            out.append(call)
     return out

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolscore.scorer.assignment import max_weight_assignment
-from toolscore.scorer.explain import format_names
+from toolscore.scorer.explain import (
+    group_reason,
+    length_reason,
+    names_differ_reason,
+    names_text,
+    never_made_reason,
+    not_in_reference_reason,
+    not_subsequence_reason,
+    sorted_names_differ_reason,
+)
 from toolscore.scorer.model import ToolCall
 
 PairScore = Callable[[int, int], float]
@@ -37,24 +46,16 @@ def sort_key(call: ToolCall) -> tuple[str, ...]:
     return tuple(key)
 
 
-def _length_reason(n_pred: int, n_ref: int) -> str:
-    return f"expected {n_ref} calls, got {n_pred} (length_mismatch: zero scores 0)"
-
-
 def in_order(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> Pairing:
     """``strict``: the i-th reference call against the i-th predicted call."""
     m = min(len(pred), len(ref))
     pairs = tuple((i, i) for i in range(m))
     if not prefix and len(pred) != len(ref):
-        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+        return Pairing(pairs, False, length_reason(len(pred), len(ref)))
     for i in range(m):
         if pred[i].name != ref[i].name:
-            return Pairing(
-                pairs,
-                False,
-                f"tool names differ at position {i}: expected {format_names(ref[:m])}, "
-                f"got {format_names(pred[:m])}",
-            )
+            ref_names = [c.name for c in ref[:m]]
+            return Pairing(pairs, False, names_differ_reason(i, ref_names, _names_of(pred[:m])))
     return Pairing(pairs, True)
 
 
@@ -70,16 +71,13 @@ def sorted_pairs(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool
     m = min(len(pred), len(ref))
     pairs = tuple((r_order[i], p_order[i]) for i in range(m))
     if not prefix and len(pred) != len(ref):
-        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+        return Pairing(pairs, False, length_reason(len(pred), len(ref)))
     for r, p in pairs:
         if pred[p].name != ref[r].name:
-            return Pairing(
-                pairs,
-                False,
-                "tool names differ (any order): expected "
-                f"{format_names(sorted((ref[i] for i in r_order[:m]), key=sort_key))}, got "
-                f"{format_names(sorted((pred[i] for i in p_order[:m]), key=sort_key))}",
-            )
+            ref_sorted = sorted((ref[i] for i in r_order[:m]), key=sort_key)
+            pred_sorted = sorted((pred[i] for i in p_order[:m]), key=sort_key)
+            reason = sorted_names_differ_reason(_names_of(ref_sorted), _names_of(pred_sorted))
+            return Pairing(pairs, False, reason)
     return Pairing(pairs, True)
 
 
@@ -107,7 +105,7 @@ def optimal(
     """``unordered``: the pairing that maximises the total argument score; no name gate."""
     pairs = tuple(_assign(range(len(ref)), range(len(pred)), pred, ref, score))
     if not prefix and len(pred) != len(ref):
-        return Pairing(pairs, False, _length_reason(len(pred), len(ref)))
+        return Pairing(pairs, False, length_reason(len(pred), len(ref)))
     return Pairing(pairs, True)
 
 
@@ -135,14 +133,12 @@ def covering(
         found = {r for r, _ in pairs}
         missing = [ref[r] for r in range(len(ref)) if r not in found]
         if missing:
-            return Pairing(pairs, False, f"expected calls never made: {format_names(missing)}")
+            return Pairing(pairs, False, never_made_reason(_names_of(missing)))
     else:
         found = {p for _, p in pairs}
         unexpected = [pred[p] for p in range(len(pred)) if p not in found]
         if unexpected:
-            return Pairing(
-                pairs, False, f"calls the reference does not have: {format_names(unexpected)}"
-            )
+            return Pairing(pairs, False, not_in_reference_reason(_names_of(unexpected)))
     return Pairing(pairs, True)
 
 
@@ -183,12 +179,7 @@ def subsequence(
     if not prefix and len(pairs) < n_r:
         found = {r for r, _ in pairs}
         missing = [ref[r].name for r in range(n_r) if r not in found]
-        return Pairing(
-            tuple(pairs),
-            False,
-            f"the reference calls are not a subsequence of the predicted calls "
-            f"(not found in order: {', '.join(missing)})",
-        )
+        return Pairing(tuple(pairs), False, not_subsequence_reason(missing))
     return Pairing(tuple(pairs), True)
 
 
@@ -217,15 +208,16 @@ def grouped(
         complete = len(segment) == len(members)
         names_ok = got_names == expected_names if complete else not (got_names - expected_names)
         if not names_ok and reason is None:
-            reason = (
-                f"group {g}: expected {_names(expected_names)} in any order, "
-                f"got {_names(got_names)}"
-            )
+            reason = group_reason(g, _names(expected_names), _names(got_names))
         pairs.extend(_assign(members, segment, pred, ref, score))
     if not prefix and len(pred) != n_ref:
-        return Pairing(tuple(pairs), False, _length_reason(len(pred), n_ref))
+        return Pairing(tuple(pairs), False, length_reason(len(pred), n_ref))
     return Pairing(tuple(pairs), reason is None, reason)
 
 
 def _names(counter: Counter[Any]) -> str:
-    return "[" + ", ".join(sorted(counter.elements())) + "]"
+    return names_text(sorted(counter.elements()))
+
+
+def _names_of(calls: Sequence[ToolCall]) -> list[str]:
+    return [c.name for c in calls]

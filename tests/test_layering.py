@@ -95,3 +95,24 @@ def test_only_the_dialect_modules_ask_which_database_it_is() -> None:
             if not name.startswith(DIALECT_HOMES) and (lines := _dialect_questions(path)):
                 found[name] = lines
     assert found == {}, "dialect branches outside storage/dialect.py"
+
+
+#: Connection methods that run a statement: only storage/ calls them.
+STATEMENT_CALLS = {"execute", "exec_driver_sql", "execution_options", "scalar", "scalars"}
+
+
+def test_collector_runs_no_statement_itself() -> None:
+    """collector/ may hold a connection (typed by storage/database.py) but hands it to storage."""
+    found = {}
+    for path in (ROOT / "collector").rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        calls = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in STATEMENT_CALLS
+        ]
+        if calls:
+            found[str(path.relative_to(ROOT))] = calls
+    assert found == {}, "statements run outside storage/"

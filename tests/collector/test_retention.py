@@ -327,3 +327,11 @@ def test_score_conversation_reads_no_pruned_telemetry_while_deletion_runs(engine
     outcome = score_conversation(engine, "conv", default_config(), now=NOW)
     assert outcome is not None and outcome.revision == 2
     assert _calls(engine, "conv", 2) == ["get_weather", "get_time"], "not counted twice"
+
+
+def test_retention_is_described_as_given_in_days_hours_minutes() -> None:
+    from toolscore.collector.retention import describe
+
+    assert [describe(s) for s in (7 * 86400, 14 * 86400, 7200, 90, 1.5)] == [
+        "7d", "14d", "2h", "90s", "1.5s"
+    ]  # fmt: skip

@@ -97,7 +97,7 @@ def test_json_log_lines_of_a_real_server(db_url: str, tmp_path: Path) -> None:
     assert start["listeners"].startswith("OTLP/gRPC on 127.0.0.1:")
     assert start["database"] in start["message"]
     assert start["scoring"] == "scoring in 1 process"
-    assert start["retention"] == "spans kept forever"
+    assert start["retention"] == "span retention 7d (pass every 60 s)"  # the default
     assert (start["write-back"], start["tls"], start["auth"]) == ("write-back off", "off", "off")
     assert start["message"].endswith("; write-back off; TLS off, auth off")
 
@@ -131,4 +131,40 @@ def test_a_bad_log_format_is_one_line(sqlite_url: str) -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "toolscore serve: --log-format / TOOLSCORE_LOG_FORMAT: expected text or json, got 'xml'\n"
+    )
+
+
+_CHILD = """
+import logging, os, sys
+from toolscore.collector.pipeline.claim import Timing
+from toolscore.collector.pipeline.worker import ScoringProcess, _child_init
+from toolscore.storage import migrate
+
+migrate.upgrade(sys.argv[1])
+spec = ScoringProcess(sys.argv[1], log_level="INFO", log_format=sys.argv[2])
+_child_init(spec, Timing(), 10, "w1", os.getppid())
+logging.getLogger("toolscore.collector.pipeline.worker").warning(
+    "from the scoring process", extra={"round": 3}
+)
+"""
+
+
+def test_a_scoring_process_logs_in_the_servers_format(sqlite_url: str) -> None:
+    """What a scoring child process logs goes through the same formatter (it is spawned: it
+    inherits no logging set-up, and would otherwise print bare ``WARNING`` lines)."""
+    lines = {}
+    for log_format in ("json", "text"):
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, sqlite_url, log_format],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        lines[log_format] = done.stderr.strip().splitlines()[-1]
+    record = json.loads(lines["json"])
+    assert record["message"] == "from the scoring process" and record["round"] == 3
+    assert (record["level"], record["logger"]) == ("WARNING", "toolscore.collector.pipeline.worker")
+    assert lines["text"].endswith(
+        " WARNING toolscore.collector.pipeline.worker: from the scoring process"
     )

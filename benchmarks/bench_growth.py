@@ -1,0 +1,396 @@
+"""Flat cost as data grows: the same load on a database holding N stored spans and on a fresh one.
+
+For each database (SQLite file, PostgreSQL) and each size N (0, 1 million, 5 million spans by
+default), the benchmark grows one database to N stored spans, then runs a real ``toolscore
+serve`` (scoring on, default settings, ``--settle 1``) on it under a fixed offered load from a
+separate process (7-span GenAI agent traces, 73 per OTLP/HTTP request, as ``bench_pipeline.py``)
+and, right after, the same on a fresh database: the fresh run is the peer, measured in the same
+minute on the same machine. Reported per size: stored spans/s, p99 request latency, scoring
+latency p99 (a conversation's last span to its evaluation rows) and the server's and its
+scoring processes' peak RSS, with the grown/fresh ratios.
+
+The stored data is grown quickly with bulk inserts, not through the server: a real scored
+conversation is made once (through the server), and its rows in every table (spans,
+conversations, conversation_traces, evaluations, tool_calls) are copied with new ids, spread
+over the past days, so the indexes and the tables the server reads grow as in production.
+
+    .venv/bin/python benchmarks/bench_growth.py --sizes 0,1000000,5000000 --rate 3000 \\
+        --duration 20 --postgres postgresql+psycopg://postgres@127.0.0.1:55432/postgres
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import multiprocessing as mp
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench_pipeline import SPANS_PER_TRACE, TRACES_PER_REQUEST, _latencies, _payloads, _prepare
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
+
+from toolscore.storage.engine import create_engine
+from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+from toolscore.storage.telemetry import spans_table
+
+TABLES = (spans_table, conversations, conversation_traces, evaluations, tool_calls)
+CHUNK = 2_000  # conversations per growth transaction
+DAY_NS = 86_400 * 10**9
+
+
+# --- growing a database -------------------------------------------------------------------------
+
+
+NS_COLUMNS = frozenset({"start_ns", "end_ns", "received_at_ns", "last_span_received_ns"})
+
+
+def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """One conversation's rows in every table as the database stores them (columns, values;
+    PostgreSQL: COPY text fields), scored by a real server on ``url``."""
+    _prepare(url)
+    prefix = f"t{uuid.uuid4().hex[:6]}"
+    with _Serve(url) as server:
+        _post(server.port, _payloads(prefix, 1)[0])
+        _latencies(url, prefix, TRACES_PER_REQUEST, timeout=120)
+    conv = f"{prefix}-0"
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        trace = conn.execute(
+            select(conversations.c.last_trace_id).where(conversations.c.id == conv)
+        ).scalar_one()
+        where = {
+            "spans": f"trace_id = '{trace}'",
+            "conversations": f"id = '{conv}'",
+            "conversation_traces": f"trace_id = '{trace}'",
+            "evaluations": f"conversation_id = '{conv}'",
+            "tool_calls": f"conversation_id = '{conv}'",
+        }
+        out = {t.name: _raw_rows(conn, t, where[t.name]) for t in TABLES}
+    engine.dispose()
+    assert len(out["spans"][1]) == SPANS_PER_TRACE and out["evaluations"][1], out
+    out["_ids"] = ([conv, trace], [])
+    return out
+
+
+def _raw_rows(conn: Any, table: Any, where: str) -> tuple[list[str], list[list[Any]]]:
+    columns = [c.name for c in table.columns]
+    if table.name in ("evaluations", "tool_calls"):  # their ids are the database's to give
+        columns.remove("id")
+    names = ", ".join(columns)
+    query = f"SELECT {names} FROM {table.name} WHERE {where}"
+    if conn.dialect.name != "postgresql":
+        return columns, [list(r) for r in conn.exec_driver_sql(query)]
+    raw = conn.connection.dbapi_connection
+    lines: list[list[Any]] = []
+    with raw.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT") as copy:
+        text_out = b"".join(bytes(block) for block in copy).decode()
+    lines = [line.split("\t") for line in text_out.splitlines()]
+    return columns, lines
+
+
+def _clone(template: dict[str, Any], n: int, age_ns: int) -> dict[str, list[list[Any]]]:
+    """Rows of ``n`` new conversations like the template (new ids), ``age_ns`` older."""
+    conv, trace = template["_ids"][0]
+    span_ids = [r[template["spans"][0].index("span_id")] for r in template["spans"][1]]
+    out: dict[str, list[list[Any]]] = {t.name: [] for t in TABLES}
+    for _ in range(n):
+        new = {trace: uuid.uuid4().hex, **{s: uuid.uuid4().hex[:16] for s in span_ids}}
+        new_conv = f"g-{uuid.uuid4().hex[:16]}"
+        for table in TABLES:
+            columns, rows = template[table.name]
+            for row in rows:
+                out[table.name].append(
+                    [
+                        _fix(c, v, new, conv, new_conv, age_ns)
+                        for c, v in zip(columns, row, strict=True)
+                    ]
+                )
+    return out
+
+
+def _fix(column: str, value: Any, new: dict[str, str], conv: str, new_conv: str, age: int) -> Any:
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        return value
+    if column in NS_COLUMNS and value not in (None, "\\N"):
+        return type(value)(int(value) - age)
+    if isinstance(value, str):
+        if value in new:
+            return new[value]
+        if conv in value:  # the conversation id, alone or inside attribute JSON
+            return value.replace(conv, new_conv)
+    return value
+
+
+def _insert(conn: Any, table: Any, columns: list[str], rows: list[list[Any]]) -> None:
+    raw = conn.connection.dbapi_connection
+    names = ", ".join(columns)
+    if conn.dialect.name == "postgresql":
+        data = "".join("\t".join(row) + "\n" for row in rows)
+        with raw.cursor() as cur, cur.copy(f"COPY {table.name} ({names}) FROM STDIN") as copy:
+            copy.write(data)
+        return
+    marks = ", ".join("?" for _ in columns)
+    raw.executemany(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+
+
+def grow(url: str, template: dict[str, Any], target_spans: int) -> float:
+    """Add cloned conversations until ``url`` holds ``target_spans`` spans; seconds taken."""
+    engine = create_engine(url)
+    started = time.monotonic()
+    with engine.connect() as conn:
+        have = int(conn.execute(select(func.count()).select_from(spans_table)).scalar_one())
+    missing = max(0, target_spans - have) // SPANS_PER_TRACE
+    done = 0
+    while done < missing:
+        n = min(CHUNK, missing - done)
+        age = DAY_NS * (1 + 30 * (missing - done) // max(1, missing))  # older first, 1-31 days
+        batch = _clone(template, n, age)
+        with engine.begin() as conn:
+            for table in TABLES:
+                _insert(conn, table, template[table.name][0], batch[table.name])
+        done += n
+        if done % (CHUNK * 100) == 0:
+            print(f"    grown {done * SPANS_PER_TRACE:,} spans", flush=True)
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))  # as autovacuum would have by then
+    engine.dispose()
+    return time.monotonic() - started
+
+
+# --- one measurement ------------------------------------------------------------------------
+
+
+class _Serve:
+    """A real ``toolscore serve`` process on ``url`` (HTTP on a free port, scoring on)."""
+
+    def __init__(self, url: str, retention: str = "forever") -> None:
+        self.url = url
+        self.retention = retention
+        self.log = Path(tempfile.mkstemp(prefix="bench-growth-", suffix=".log")[1])
+
+    def __enter__(self) -> _Serve:
+        flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--root-idle", "1"]
+        flags += ["--span-retention", self.retention]  # forever: what is grown stays
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCORE_")}
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "toolscore", "serve", "--db", self.url, *flags],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+            )
+        deadline = time.monotonic() + 120
+        while not (m := re.search(r"OTLP/HTTP on http://127\.0\.0\.1:(\d+)", self.log.read_text())):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(self.log.read_text())
+            time.sleep(0.2)
+        self.port = int(m.group(1))
+        return self
+
+    def rss_mb(self) -> tuple[float, float]:
+        """Peak RSS (VmHWM) of the server and of its largest child, MB."""
+
+        def hwm(pid: int) -> float:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+            return 0.0
+
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        return hwm(self.proc.pid), max((hwm(int(c)) for c in children), default=0.0)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+        self.log.unlink(missing_ok=True)
+
+
+def _post(port: int, body: bytes) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    start = time.monotonic()
+    conn.request(
+        "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
+    )
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"status {response.status}")
+    return time.monotonic() - start
+
+
+def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
+    """Post at ``rate`` spans/s for ``duration`` s from 4 connections; every request's latency."""
+    per_request = SPANS_PER_TRACE * TRACES_PER_REQUEST
+    payloads = _payloads(prefix, max(1, int(rate * duration / per_request)))
+    interval = per_request / rate
+    lock = threading.Lock()
+    state: dict[str, Any] = {"next": 0, "latencies": [], "failed": 0}
+    start = time.monotonic()
+
+    def sender() -> None:
+        while True:
+            with lock:
+                i = state["next"]
+                state["next"] += 1
+            if i >= len(payloads):
+                return
+            delay = start + i * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                latency = _post(port, payloads[i])
+            except Exception:
+                with lock:
+                    state["failed"] += 1
+                continue
+            with lock:
+                state["latencies"].append(latency)
+
+    threads = [threading.Thread(target=sender) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.update(
+        latencies=state["latencies"], failed=state["failed"], seconds=time.monotonic() - start
+    )
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
+
+
+def measure(url: str, rate: float, duration: float, retention: str) -> dict[str, float]:
+    prefix = f"m{uuid.uuid4().hex[:8]}"
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, _Serve(url, retention) as server:
+        result = manager.dict()
+        time.sleep(3)  # scoring processes started
+        load = ctx.Process(target=_load, args=(server.port, rate, duration, prefix, result))
+        load.start()
+        load.join()
+        sent = dict(result)
+        expected = len(sent["latencies"]) * TRACES_PER_REQUEST
+        scoring, _ = _latencies(url, prefix, expected, timeout=120)
+        rss, child_rss = server.rss_mb()
+    return {
+        "spans_per_s": len(sent["latencies"])
+        * SPANS_PER_TRACE
+        * TRACES_PER_REQUEST
+        / sent["seconds"],
+        "failed": sent["failed"],
+        "request_p99_ms": 1000 * _p99(sent["latencies"]),
+        "scored": len(scoring) / max(1, expected),
+        "scoring_p99_s": _p99(scoring),
+        "rss_mb": rss,
+        "child_rss_mb": child_rss,
+    }
+
+
+# --- databases ----------------------------------------------------------------------------------
+
+
+class _Databases:
+    """Fresh databases of one kind: SQLite files in a directory, or PostgreSQL databases."""
+
+    def __init__(self, kind: str, admin_url: str | None, workdir: Path) -> None:
+        self.kind, self.admin_url, self.workdir = kind, admin_url, workdir
+        self.made: list[str] = []
+
+    def new(self, name: str) -> str:
+        if self.kind == "sqlite":
+            path = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.db"
+            self.made.append(str(path))
+            return f"sqlite:///{path}"
+        assert self.admin_url is not None
+        db = f"growth_{name}_{uuid.uuid4().hex[:6]}"
+        admin = create_engine(self.admin_url)
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{db}"'))
+        admin.dispose()
+        self.made.append(db)
+        return make_url(self.admin_url).set(database=db).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        for made in self.made:
+            if self.kind == "sqlite":
+                for suffix in ("", "-wal", "-shm"):
+                    Path(made + suffix).unlink(missing_ok=True)
+                continue
+            admin = create_engine(self.admin_url or "")
+            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{made}" WITH (FORCE)'))
+            admin.dispose()
+
+
+def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
+    dbs = _Databases(kind, args.postgres, workdir)
+    try:
+        grown = dbs.new("grown")
+        template = _template(dbs.new("template"))
+        _prepare(grown)
+        print(f"\n{kind}: {args.rate:g} spans/s offered for {args.duration:g} s per measurement")
+        head = "stored spans | spans/s grown / fresh | request p99 ms grown / fresh"
+        head += " | scoring p99 s grown / fresh | RSS MB server (scoring) grown / fresh"
+        rows = [head]
+        for size in args.sizes:
+            took = grow(grown, template, size)
+            if size:
+                print(f"  grown to {size:,} spans in {took:.0f} s", flush=True)
+            g = measure(grown, args.rate, args.duration, args.span_retention)
+            fresh = dbs.new("fresh")
+            _prepare(fresh)
+            f = measure(fresh, args.rate, args.duration, args.span_retention)
+            rows.append(
+                f"{size:>12,} | {g['spans_per_s']:,.0f} / {f['spans_per_s']:,.0f} "
+                f"({g['spans_per_s'] / f['spans_per_s']:.2f}x) | "
+                f"{g['request_p99_ms']:.0f} / {f['request_p99_ms']:.0f} "
+                f"({g['request_p99_ms'] / f['request_p99_ms']:.2f}x) | "
+                f"{g['scoring_p99_s']:.2f} / {f['scoring_p99_s']:.2f} "
+                f"({g['scoring_p99_s'] / f['scoring_p99_s']:.2f}x) | "
+                f"{g['rss_mb']:.0f} ({g['child_rss_mb']:.0f}) / "
+                f"{f['rss_mb']:.0f} ({f['child_rss_mb']:.0f})"
+                + ("" if g["scored"] == f["scored"] == 1 else f" scored {g['scored']:.2f}")
+            )
+            print("  " + rows[-1], flush=True)
+        print("\n".join(["", f"{kind}:", *rows]))
+    finally:
+        if not args.keep:
+            dbs.drop_all()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="0,1000000,5000000", help="stored spans, ascending")
+    parser.add_argument("--rate", type=float, default=3_000, help="offered spans per second")
+    parser.add_argument("--duration", type=float, default=20, help="seconds of load")
+    parser.add_argument("--postgres", metavar="URL", help="an admin URL: databases are made")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--keep", action="store_true", help="keep the databases made")
+    parser.add_argument(
+        "--span-retention",
+        default="forever",
+        help="serve --span-retention (default forever: the grown spans, 1-31 days old, stay)",
+    )
+    args = parser.parse_args()
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    kinds = ([] if args.no_sqlite else ["sqlite"]) + (["postgresql"] if args.postgres else [])
+    for kind in kinds:
+        run_kind(kind, args, args.workdir)
+
+
+if __name__ == "__main__":
+    main()
