@@ -293,3 +293,14 @@ def _kind(value: Any) -> str:
     if value is None:
         return "null"
     return names.get(type(value), type(value).__name__)
+
+
+__all__ = [
+    "FORMATS_BY_SUFFIX",
+    "Format",
+    "Problem",
+    "RefsFileError",
+    "format_for",
+    "load_refs_file",
+    "parse_refs_text",
+]

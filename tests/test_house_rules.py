@@ -5,7 +5,8 @@ PLR0912 branches, PLR0915 statements) on and not silenced.
 The ``PENDING_*`` lists hold today's offenders, to be split into modules of one concern; each
 test fails both when a new offender appears and when a listed one is gone (then strike it from
 the list, and from ``[tool.ruff.lint.per-file-ignores]`` in pyproject.toml for the ruff rules).
-Alembic revisions are history, never edited: their length is not counted.
+Alembic revisions are history, never edited: their length is not counted. Tests are not held to
+these rules (a scenario reads top to bottom as a specification).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 COMPLEXITY_RULES = ("C901", "PLR0912", "PLR0915")
 MAX_COMPLEXITY = 12
+TESTS = "tests/**"  # exempt from the complexity rules
 
 #: Modules over MAX_MODULE_LINES.
 PENDING_MODULES: set[str] = {
@@ -32,8 +34,6 @@ PENDING_MODULES: set[str] = {
     "collector/commands/conversations.py",
     "collector/pipeline/worker.py",
     "collector/reconstruct.py",
-    "collector/settings.py",
-    "scorer/bulk.py",
     "storage/expectations.py",
 }
 
@@ -41,8 +41,6 @@ PENDING_MODULES: set[str] = {
 PENDING_FUNCTIONS: set[tuple[str, str]] = {
     ("benchmarks/bench_scorer.py", "main"),
     ("collector/metrics.py", "Metrics.__init__"),
-    ("scorer/accuracy.py", "ToolCallAccuracy._evaluate_general"),
-    ("scorer/bulk.py", "_accuracy"),
 }
 
 #: Modules with a function over ruff's complexity rules (listed in per-file-ignores).
@@ -54,7 +52,6 @@ PENDING_COMPLEX: set[str] = {
     "scorer/accuracy.py",
     "scorer/assignment.py",
     "scorer/bulk.py",
-    "tests/scorer/test_bulk.py",
 }
 
 
@@ -117,7 +114,7 @@ def test_ruff_complexity_rules_are_on_and_silenced_only_for_the_pending_modules(
     ignores = lint.get("per-file-ignores", {})
     assert isinstance(ignores, dict)
     silenced = {name for name, rules in ignores.items() if set(rules) & set(COMPLEXITY_RULES)}
-    assert silenced == PENDING_COMPLEX
+    assert silenced == {*PENDING_COMPLEX, TESTS}
     assert all(set(ignores[name]) <= set(COMPLEXITY_RULES) for name in silenced)
     for rules in (lint.get("ignore", []), lint.get("extend-ignore", [])):
         assert isinstance(rules, list) and not set(rules) & set(COMPLEXITY_RULES)
@@ -130,7 +127,7 @@ def test_every_pending_complex_module_still_breaks_a_rule() -> None:
     result = subprocess.run(
         [ruff, "check", "--isolated", "--no-cache", "--select", ",".join(COMPLEXITY_RULES),
          "--config", f"lint.mccabe.max-complexity = {MAX_COMPLEXITY}",
-         "--exclude", ".venv,.typecheck", "--output-format", "json", "."],
+         "--exclude", ".venv,.typecheck,tests", "--output-format", "json", "."],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode in (0, 1), result.stderr
