@@ -154,7 +154,7 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
 
     from toolscore.collector.offline.engine import run
     from toolscore.collector.offline.job import Job
-    from toolscore.scorer import bulk
+    from toolscore.scorer import bulk, bulk_metrics
     from toolscore.storage.jsoncodec import LineCodec
 
     lines = data.splitlines(keepends=True)
@@ -162,8 +162,8 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
     labels = [
         "decode: orjson.loads",
         "validate + collect calls (bulk._predicted)",
-        "ToolCallAccuracy + explanation (bulk._accuracy)",
-        "ToolCallF1 + explanation (bulk._f1)",
+        "ToolCallAccuracy + explanation (bulk_metrics.accuracy)",
+        "ToolCallF1 + explanation (bulk_metrics.f1)",
         "whole row (bulk.fast_row: the 3 above + row dicts)",
         "encode: orjson.dumps + newline",
         "long-number test (one per 64 KiB chunk)",
@@ -181,9 +181,9 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             t1 = clock()
             predicted = bulk._predicted(obj["user_input"])
             t2 = clock()
-            bulk._accuracy(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
+            bulk_metrics.accuracy(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
             t3 = clock()
-            bulk._f1(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
+            bulk_metrics.f1(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
             t4 = clock()
             row = bulk.fast_row(plan, obj)
             t5 = clock()

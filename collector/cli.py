@@ -95,14 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return 2
-    return run(args.handler, args, _command_name(argv))
+    return run(args.handler, args, _command_name(args, argv))
 
 
 def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str) -> int:
     """The one place that turns how a command ended into its exit status (docs/cli.md):
     its return value; a :class:`Failure` (1) or :class:`UsageError` (2, a ``ConfigError``
-    among them) printed as ``toolscore COMMAND: message``; 130 on Ctrl-C; 0 quietly when
-    stdout's reader went away."""
+    among them) printed as ``toolscore COMMAND: message``; 130 on Ctrl-C; quietly 0 (or the
+    command's ``closed_stdout_status``) when stdout's reader went away."""
     from toolscore.collector.failure import Failure
 
     try:
@@ -111,7 +111,9 @@ def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, 
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return _reader_went_away()
+        _reader_went_away()
+        # 0: the reader has all it wanted; a command whose cut output loses results says 1
+        return int(getattr(args, "closed_stdout_status", 0))
     except Failure as exc:
         from toolscore.collector.safe_text import safe_message
 
@@ -120,21 +122,23 @@ def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, 
     return status
 
 
-def _command_name(argv: Sequence[str]) -> str:
-    """The sub-command (``serve``), for messages."""
-    return argv[0] if argv and not argv[0].startswith("-") else "toolscore"
+def _command_name(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """The sub-command for messages: ``serve``, ``refs import`` (an action is the value of
+    a ``*_command`` destination, as ``refs`` and ``db`` name theirs)."""
+    words = [argv[0]] if argv and not argv[0].startswith("-") else []
+    words += [str(v) for k, v in vars(args).items() if k.endswith("_command") and v]
+    return " ".join(words) or "toolscore"
 
 
-def _reader_went_away() -> int:
+def _reader_went_away() -> None:
     """stdout's reader closed the pipe (``toolscore refs list | head -1``): not an error of
-    ours, so no traceback and status 0; stdout is pointed at /dev/null so that the
-    interpreter's final flush does not fail again."""
+    ours, so no traceback; stdout is pointed at /dev/null so that the interpreter's final
+    flush does not fail again."""
     import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

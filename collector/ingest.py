@@ -38,7 +38,7 @@ from toolscore.collector.errors import (
 from toolscore.collector.export.attributes import without_toolscore_evaluations
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.storage.database import Connection, Engine
+from toolscore.storage.database import Connection, Database
 from toolscore.storage.faults import data_fault
 from toolscore.storage.telemetry import log_row, span_values, store_telemetry
 
@@ -82,7 +82,7 @@ class IngestWriter:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Database,
         config: IngestConfig = IngestConfig(),
         hooks: Sequence[IngestHook] = (),
         metrics: Metrics | None = None,

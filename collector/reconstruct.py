@@ -39,6 +39,7 @@ from toolscore.collector.conventions import (
     extract_observations,
     registry_for,
 )
+from toolscore.collector.conventions.capture import capture_hint
 from toolscore.collector.conventions.definitions import parameter_names
 from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
@@ -62,6 +63,10 @@ class ReconstructedCall:
     trace_id: str
     span_id: str | None  # the tool span when one ran the call, else the model-call span
     convention: str
+    # False: no arguments were recorded at all (content capture off), as opposed to ``{}``;
+    # then ``capture_hint`` says how to record them (collector/conventions/capture.py).
+    arguments_recorded: bool = True
+    capture_hint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +412,42 @@ def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | 
     return min(roots, key=lambda s: (s.start_ns, s.span_id)).span_id if roots else None
 
 
+def _calls(
+    transcript: _Transcript, spans: Sequence[SpanRecord], warnings: list[str]
+) -> tuple[list[ReconstructedCall], dict[int, DecodedArgs]]:
+    params = parameter_names(spans)
+    scopes = {s.span_id: s.scope_name for s in spans}
+    calls: list[ReconstructedCall] = []
+    decoded_by_call: dict[int, DecodedArgs] = {}
+    for position, call in enumerate(transcript.calls()):
+        decoded = _decode_call(call, params)
+        recorded = decoded.arguments is not None or bool(decoded.raw)
+        if not recorded and params.get(call.name) == ():
+            decoded, recorded = DecodedArgs({}, None, True), True  # its definition takes none
+        decoded_by_call[id(call)] = decoded
+        if not decoded.ok:
+            what = "were not recorded" if not recorded else "could not be fully decoded"
+            warnings.append(f"call #{position} {call.name}: arguments {what}")
+        where = call.execution or call
+        scope = scopes.get(call.span_id or "") or scopes.get(where.span_id or "")
+        calls.append(
+            ReconstructedCall(
+                position=position,
+                name=call.name,
+                arguments=decoded.arguments,
+                arguments_raw=decoded.raw,
+                arguments_ok=decoded.ok,
+                call_id=call.call_id or (call.execution.call_id if call.execution else None),
+                trace_id=where.trace_id,
+                span_id=where.span_id,
+                convention=call.convention,
+                arguments_recorded=recorded,
+                capture_hint=None if recorded else capture_hint(call.convention, scope),
+            )
+        )
+    return calls, decoded_by_call
+
+
 def reconstruct(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData] = (),
@@ -454,28 +495,7 @@ def _reconstruct(
     _insert_orphans(transcript, orphans, ranks)
     drop_control_calls(transcript.entries, control_calls)
 
-    params = parameter_names(spans)
-    calls: list[ReconstructedCall] = []
-    decoded_by_call: dict[int, DecodedArgs] = {}
-    for position, call in enumerate(transcript.calls()):
-        decoded = decoded_by_call[id(call)] = _decode_call(call, params)
-        if not decoded.ok:
-            what = "were not recorded" if decoded.raw is None else "could not be fully decoded"
-            warnings.append(f"call #{position} {call.name}: arguments {what}")
-        where = call.execution or call
-        calls.append(
-            ReconstructedCall(
-                position=position,
-                name=call.name,
-                arguments=decoded.arguments,
-                arguments_raw=decoded.raw,
-                arguments_ok=decoded.ok,
-                call_id=call.call_id or (call.execution.call_id if call.execution else None),
-                trace_id=where.trace_id,
-                span_id=where.span_id,
-                convention=call.convention,
-            )
-        )
+    calls, decoded_by_call = _calls(transcript, spans, warnings)
     messages = _messages(transcript, decoded_by_call)
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None

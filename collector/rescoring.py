@@ -139,3 +139,44 @@ def rescore(
     with engine.begin() as conn:
         runs.finish_run(conn, run.id, now())
     return RescoreSummary(run.id, len(every), len(done), counts)
+
+
+class RunError(ValueError):
+    """``--resume`` names no run, or a run made with another scoring configuration."""
+
+
+def start_run(
+    conn: Any,
+    config: Any,
+    *,
+    resume: str | None,
+    expectation_id: str | None,
+    since: dt.date | None,
+) -> Any:
+    """The run to do: ``resume``'s (same configuration only), else a new one recorded now."""
+    import uuid
+
+    from toolscore.storage import rescore as runs
+
+    digest = config_hash(config)
+    if resume:
+        the_run = runs.get_run(conn, resume)
+        if the_run is None:
+            raise RunError(f"no run {resume!r}")
+        if the_run.config_hash != digest:
+            raise RunError(
+                f"run {the_run.id} used another scoring configuration; pass the same --config, "
+                "or start a new run"
+            )
+        return the_run
+    now = dt.datetime.now(dt.UTC)
+    the_run = runs.Run(
+        id=f"r-{now:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
+        started_at=now,
+        finished_at=None,
+        expectation_id=expectation_id,
+        since=dt.datetime.combine(since, dt.time(), dt.UTC) if since else None,
+        config_hash=digest,
+    )
+    runs.create_run(conn, the_run)
+    return the_run

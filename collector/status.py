@@ -126,7 +126,7 @@ class EvaluationMetrics:
                 continue
             self._counted.add(row.id)
             threshold = threshold_for(row.metric, row.metric_type, thresholds)
-            self.count.labels(row.metric, pass_label(row.score, threshold)).inc()
+            self.count.labels(row.metric, pass_label(row.score, threshold, row.details)).inc()
             if row.score is not None:
                 self.scores.labels(row.metric).observe(row.score)
         if rows:

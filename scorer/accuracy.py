@@ -6,7 +6,7 @@ The computation mirrors ``ragas.metrics.ToolCallAccuracy._multi_turn_ascore`` st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,6 +26,7 @@ from toolscore.scorer.explain import (
     unexpected_reason,
     unmatched_reason,
 )
+from toolscore.scorer.losses import gate_kind, pair_losses, unpaired_losses
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.pairing import (
     Pairing,
@@ -43,6 +44,7 @@ ORDERS = ("strict", "flexible", "unordered", "subsequence", "grouped", "superset
 #: Orders for which different numbers of calls are the point, not a mismatch.
 _EXTRAS_ALLOWED = ("subsequence", "superset")  # predicted calls beyond the reference
 _MISSING_ALLOWED = ("subset",)  # reference calls never made
+_COUNTS_FREE = ("subsequence", "superset", "subset")  # length_mismatch does not apply
 LENGTH_POLICIES = ("zero", "prefix")
 
 
@@ -153,9 +155,11 @@ class ToolCallAccuracy:
         else:
             r_order, p_order = sorted_indices(ref), sorted_indices(predicted)
         score = 0.0
+        share = 1.0 / n_r
         aligned = n_p == n_r
         pairs: list[dict[str, Any]] = []
         reasons: list[str] = []
+        losses: list[dict[str, Any]] = []
         for r, p in zip(r_order, p_order, strict=False):
             expected, got = ref[r], predicted[p]
             if expected.name != got.name:
@@ -182,31 +186,23 @@ class ToolCallAccuracy:
             if one < 1.0:
                 lost = [k for k, s in per_arg.items() if s < 1.0]
                 reasons.append(pair_reason(expected.name, e_args, g_args, lost))
+                pair_losses(losses, r, p, expected.name, per_arg, g_args, share)
         if aligned:
             score /= n_r
         else:
             score = 0.0
             reasons.insert(0, self._pair(predicted, ref, (), None).reason or NOT_ALIGNED)
-        unmatched_expected: list[int] = []
-        unmatched_predicted: list[int] = []
+        details: dict[str, Any] = {"predicted_count": n_p, "expected_count": n_r}
+        details["aligned"] = aligned
         if len(pairs) != n_r or len(pairs) != n_p:
-            matched_r = {d["expected"] for d in pairs}
-            matched_p = {d["predicted"] for d in pairs}
-            unmatched_expected = [r for r in range(n_r) if r not in matched_r]
-            unmatched_predicted = [p for p in range(n_p) if p not in matched_p]
-            reasons += [unmatched_reason(ref[r].name, ref[r].args) for r in unmatched_expected]
-            reasons += [
-                unexpected_reason(predicted[p].name, predicted[p].args) for p in unmatched_predicted
-            ]
-        details = {
-            "predicted_count": n_p,
-            "expected_count": n_r,
-            "aligned": aligned,
-            "pairs": pairs,
-            "unmatched_expected": unmatched_expected,
-            "unmatched_predicted": unmatched_predicted,
-            "reasons": reasons,
-        }
+            return score, self._unpaired(details, predicted, ref, pairs, reasons, losses)
+        details.update(
+            pairs=pairs,
+            unmatched_expected=[],
+            unmatched_predicted=[],
+            reasons=reasons,
+            losses=losses,
+        )
         return min(1.0, max(0.0, score)), details
 
     def _evaluate_general(
@@ -219,7 +215,49 @@ class ToolCallAccuracy:
         if has_groups and self.order != "grouped":
             reasons.append(groups_flattened_reason(self.order))
         if not n_p or not n_r:
-            return self._evaluate_empty(n_p, n_r, details, reasons)
+            return self._evaluate_empty(predicted, ref, details, reasons)
+        pair_detail = self._pair_scorer(predicted, ref)
+        pairing = self._pair(predicted, ref, groups, lambda r, p: pair_detail(r, p)[0])
+        # each counted call's worth: 1 / R (1 / P for subset), times the prefix coverage
+        share = 1.0 / (n_p if self.order in _MISSING_ALLOWED else n_r)
+        compared = min(n_p, n_r)
+        covering = self.order in ("superset", "subset")
+        coverage = compared / n_r if compared < n_r and not covering else 1.0
+        if coverage < 1.0 and self.length_mismatch == "prefix":  # (zero: the gate fails)
+            share *= coverage
+        score = 0.0
+        pairs: list[dict[str, Any]] = []
+        losses: list[dict[str, Any]] = []
+        for r, p in pairing.pairs:
+            expected, got = ref[r], predicted[p]
+            if expected.name != got.name:
+                continue
+            one, per_arg = pair_detail(r, p)
+            score += one
+            pair = {"expected": r, "predicted": p, "name": expected.name, "score": one}
+            pair["args"] = per_arg
+            pairs.append(pair)
+            if one < 1.0:
+                lost = [k for k, s in per_arg.items() if s < 1.0]
+                reasons.append(pair_reason(expected.name, expected.args, got.args, lost))
+                pair_losses(losses, r, p, expected.name, per_arg, got.args, share)
+        score /= n_p if self.order in _MISSING_ALLOWED else n_r
+        if coverage < 1.0:
+            score *= coverage
+            if pairing.aligned:
+                details["coverage"] = coverage
+                reasons.append(coverage_reason(compared, n_r))
+        if not pairing.aligned:
+            score = 0.0
+            reasons.insert(0, pairing.reason or NOT_ALIGNED)
+        details["aligned"] = pairing.aligned
+        score = min(1.0, max(0.0, score))
+        return score, self._unpaired(details, predicted, ref, pairs, reasons, losses, score)
+
+    def _pair_scorer(
+        self, predicted: Sequence[ToolCall], ref: Sequence[ToolCall]
+    ) -> Callable[[int, int], tuple[float, dict[str, float]]]:
+        """The argument score and per-argument scores of a pair, each pair computed once."""
         cache: dict[tuple[int, int], tuple[float, dict[str, float]]] = {}
         policy = self.arguments
         exact = policy.is_exact
@@ -234,35 +272,20 @@ class ToolCallAccuracy:
                 )
             return found
 
-        def pair_score(r: int, p: int) -> float:
-            return pair_detail(r, p)[0]
+        return pair_detail
 
-        pairing = self._pair(predicted, ref, groups, pair_score)
-        score = 0.0
-        pairs: list[dict[str, Any]] = []
-        for r, p in pairing.pairs:
-            expected, got = ref[r], predicted[p]
-            if expected.name != got.name:
-                continue
-            one, per_arg = pair_detail(r, p)
-            score += one
-            pair = {"expected": r, "predicted": p, "name": expected.name, "score": one}
-            pair["args"] = per_arg
-            pairs.append(pair)
-            if one < 1.0:
-                lost = [k for k, s in per_arg.items() if s < 1.0]
-                reasons.append(pair_reason(expected.name, expected.args, got.args, lost))
-        score /= n_p if self.order in _MISSING_ALLOWED else n_r
-        compared = min(n_p, n_r)
-        if compared < n_r and self.order not in ("superset", "subset"):
-            coverage = compared / n_r
-            score *= coverage
-            if pairing.aligned:
-                details["coverage"] = coverage
-                reasons.append(coverage_reason(compared, n_r))
-        if not pairing.aligned:
-            score = 0.0
-            reasons.insert(0, pairing.reason or NOT_ALIGNED)
+    def _unpaired(
+        self,
+        details: dict[str, Any],
+        predicted: Sequence[ToolCall],
+        ref: Sequence[ToolCall],
+        pairs: list[dict[str, Any]],
+        reasons: list[str],
+        losses: list[dict[str, Any]],
+        score: float = 0.0,
+    ) -> dict[str, Any]:
+        """Complete ``details`` with the calls left without a partner: their reasons and labels."""
+        n_p, n_r = len(predicted), len(ref)
         matched_r = {d["expected"] for d in pairs}
         matched_p = {d["predicted"] for d in pairs}
         unmatched_expected = [r for r in range(n_r) if r not in matched_r]
@@ -274,29 +297,61 @@ class ToolCallAccuracy:
             unexpected_reason(predicted[p].name, predicted[p].args, extra)
             for p in unmatched_predicted
         ]
+        gate = None
+        if not details["aligned"]:
+            length_failed = (
+                self.length_mismatch == "zero" and n_p != n_r and self.order not in _COUNTS_FREE
+            )
+            gate = gate_kind(
+                self.order, length_failed, [c.name for c in ref], [c.name for c in predicted]
+            )
+        unpaired_losses(
+            losses,
+            score,
+            [(r, ref[r].name) for r in unmatched_expected],
+            [(p, predicted[p].name) for p in unmatched_predicted],
+            gate=gate,
+            free_missing=bool(missing),
+            free_extra=bool(extra),
+        )
         details.update(
-            aligned=pairing.aligned,
             pairs=pairs,
             unmatched_expected=unmatched_expected,
             unmatched_predicted=unmatched_predicted,
             reasons=reasons,
+            losses=losses,
         )
-        return min(1.0, max(0.0, score)), details
+        return details
 
     def _evaluate_empty(
-        self, n_p: int, n_r: int, details: dict[str, Any], reasons: list[str]
+        self,
+        predicted: Sequence[ToolCall],
+        ref: Sequence[ToolCall],
+        details: dict[str, Any],
+        reasons: list[str],
     ) -> tuple[float, dict[str, Any]]:
         """One side (or both) has no calls."""
+        n_p, n_r = len(predicted), len(ref)
         allowed = self.order in (_EXTRAS_ALLOWED if n_p else _MISSING_ALLOWED)
         value = 1.0 if allowed or (not n_p and not n_r) else 0.0
         if n_p or n_r:
             reasons.append(empty_reason(n_p, n_r, self.order, allowed))
+        losses: list[dict[str, Any]] = []
+        unpaired_losses(
+            losses,
+            value,
+            [(r, c.name) for r, c in enumerate(ref)],
+            [(p, c.name) for p, c in enumerate(predicted)],
+            free_missing=allowed,
+            free_extra=allowed,
+        )
         details.update(
             aligned=value == 1.0,
             pairs=[],
             unmatched_expected=list(range(n_r)),
             unmatched_predicted=list(range(n_p)),
             reasons=reasons,
+            losses=losses,
         )
         return value, details
 

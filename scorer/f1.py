@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from toolscore.scorer.accuracy import flat_calls
 from toolscore.scorer.explain import F1_BOTH_EMPTY, not_called_reason, unexpected_reason
+from toolscore.scorer.losses import f1_losses
 from toolscore.scorer.model import Reference, ToolCall
 from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH, too_deep
 
@@ -66,12 +67,10 @@ class ToolCallF1:
         fp, fn = len(actual) - tp, len(expected) - tp
         precision, recall, f1 = _f1(tp, fp, fn)
         reasons = []
-        if fn:
-            missing = _distinct_outside(ref, ref_keys, actual)
-            reasons += [not_called_reason(c.name, c.args) for c in missing]
-        if fp:
-            extra = _distinct_outside(predicted, pred_keys, expected)
-            reasons += [unexpected_reason(c.name, c.args) for c in extra]
+        missing = _distinct_outside(ref, ref_keys, actual) if fn else []
+        reasons += [not_called_reason(c.name, c.args) for c in missing]
+        extra = _distinct_outside(predicted, pred_keys, expected) if fp else []
+        reasons += [unexpected_reason(c.name, c.args) for c in extra]
         if not expected and not actual:
             reasons.append(F1_BOTH_EMPTY)
         return f1, {
@@ -81,6 +80,7 @@ class ToolCallF1:
             "precision": precision,
             "recall": recall,
             "reasons": reasons,
+            "losses": f1_losses([c.name for c in missing], [c.name for c in extra], f1),
         }
 
     def options(self) -> dict[str, Any]:

@@ -2,18 +2,29 @@
 
 Every command opens its database with :func:`open_database` (``serve`` adds its deadlines through
 the same function). ``collector/`` passes engines and connections from there to the storage
-functions that use them; it names their types from here, so only ``storage/`` imports SQLAlchemy.
+functions that use them; it names their types from here (its parts take a :class:`Database`), so
+only ``storage/`` imports SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, inspect
 
 from toolscore.storage.engine import create_engine
 
-__all__ = ["Connection", "Engine", "MissingTableError", "open_database"]
+__all__ = ["Connection", "Database", "Engine", "MissingTableError", "open_database"]
+
+
+class Database(Protocol):
+    """What the service's parts (ingest writer, scoring rounds, write-back) need of a database:
+    a transaction that commits on success, and a connection for reads. An ``Engine`` is one."""
+
+    def begin(self) -> AbstractContextManager[Connection]: ...
+
+    def connect(self) -> Connection: ...
 
 
 class MissingTableError(LookupError):

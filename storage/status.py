@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
 
@@ -73,6 +74,7 @@ class ScoredEvaluation:
     metric: str
     metric_type: str
     score: float | None
+    details: Any = None  # its label when not evaluated (collector/not_evaluated.py)
 
 
 def last_evaluation_id(conn: Connection) -> int:
@@ -83,12 +85,12 @@ def evaluations_after(conn: Connection, after_id: int, limit: int) -> list[Score
     """Evaluation rows with an id above ``after_id``, oldest first (at most ``limit``)."""
     e = evaluations.c
     rows = conn.execute(
-        select(e.id, e.metric, e.metric_type, e.score)
+        select(e.id, e.metric, e.metric_type, e.score, e.details)
         .where(e.id > after_id)
         .order_by(e.id)
         .limit(limit)
     ).all()
-    return [ScoredEvaluation(int(i), m, t, s) for i, m, t, s in rows]
+    return [ScoredEvaluation(int(i), m, t, s, d) for i, m, t, s, d in rows]
 
 
 def evaluation_reader(

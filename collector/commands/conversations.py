@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,15 +23,17 @@ from toolscore.collector.commands._table import (
     format_time,
     render_table,
 )
-from toolscore.collector.commands.common import add_db_argument, open_migrated_database
+from toolscore.collector.commands.common import add_db_argument, open_database
 from toolscore.collector.configuration import add_options
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED
+from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.pipeline.options import (
     CONTROL_CALLS_OPTIONS,
     control_calls_from,
 )
-from toolscore.collector.safe_text import json_safe, safe_lines, safe_message
+from toolscore.collector.safe_text import json_safe, safe_lines
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Connection, Engine
@@ -70,13 +71,9 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=_show)
 
 
-def _error(message: str) -> None:
-    print(safe_message(f"toolscore: {message}"), file=sys.stderr)
-
-
-def _open(args: argparse.Namespace) -> Engine | None:
-    """An engine on a database with the pipeline's tables, or None (error printed)."""
-    return open_migrated_database(args, "conversations", prog="toolscore")
+def _open(args: argparse.Namespace) -> Engine:
+    """An engine on a database with the pipeline's tables."""
+    return open_database(args, "conversations")
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -101,11 +98,8 @@ def _conversations(args: argparse.Namespace) -> int:
     from toolscore.storage import conversations as repo
 
     if args.limit < 1:
-        _error("--limit must be at least 1")
-        return 2
+        raise UsageError("--limit must be at least 1")
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             rows = repo.recent(conn, limit=args.limit, status=args.status)
@@ -178,8 +172,6 @@ def _conversations(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             data = _load(
@@ -192,11 +184,9 @@ def _show(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if data is None:
-        _error(f"no conversation {args.conversation!r}")
-        return 1
+        raise Failure(f"no conversation {args.conversation!r}")
     if args.revision is not None and not data["tool_calls"] and not data["evaluations"]:
-        _error(f"conversation {args.conversation!r} has no revision {args.revision}")
-        return 1
+        raise Failure(f"conversation {args.conversation!r} has no revision {args.revision}")
     if args.json:
         print(json_safe(data, indent=2, default=str))
     else:
@@ -310,6 +300,8 @@ def _flat_reference(reference: Any) -> list[str]:
 
 
 def _predicted(call: Mapping[str, Any]) -> str:
+    if call["arguments"] is None and call["arguments_raw"] is None:
+        return f"{call['name']}(<arguments not recorded>)"
     if call["arguments_ok"] or call["arguments_raw"] is None:
         return format_call(call["name"], call["arguments"])
     return f"{call['name']}(<undecoded: {call['arguments_raw']}>)"
@@ -391,13 +383,17 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
 
 
 def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
-    head = f"  {evaluation['metric']}  {format_score(evaluation['score'])}"
+    details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
+    unscored = details.get("label") == LABEL_NOT_EVALUATED  # collector/not_evaluated.py
+    shown = LABEL_NOT_EVALUATED if unscored else format_score(evaluation["score"])
+    head = f"  {evaluation['metric']}  {shown}"
     if evaluation["metric_type"] != evaluation["metric"]:
         head += f"  ({evaluation['metric_type']})"
     lines = [head]
     if evaluation["error"]:
         lines.append(f"    error: {evaluation['error']}")
-    details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
+    if unscored and details.get("reason"):
+        lines.append(f"    {details['reason']}")
     extras = [
         f"{key}={details[key]:.4g}"
         for key in ("precision", "recall")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
-from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.common import add_db_argument, database_errors, database_url
 
 
 def register(subparsers: Any) -> None:
@@ -29,36 +28,24 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from toolscore.storage.engine import DatabaseUrlError, redact
+    from toolscore.storage.engine import redact
     from toolscore.storage.migrate import current_revision, upgrade
 
-    url = resolve_db_url(args, os.environ)
-    try:
+    url = database_url(args)
+    with database_errors(url):
         upgrade(url, args.revision)
         rev = current_revision(url)
-    except DatabaseUrlError as exc:
-        print(f"toolscore db upgrade: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        print(f"toolscore db upgrade: {redact(url)}: {exc}", file=sys.stderr)
-        return 1
     print(f"database {redact(url)} is at revision {rev}")
     return 0
 
 
 def _current(args: argparse.Namespace) -> int:
-    from toolscore.storage.engine import DatabaseUrlError, redact
+    from toolscore.storage.engine import redact
     from toolscore.storage.migrate import current_revision, head_revision
 
-    url = resolve_db_url(args, os.environ)
-    try:
+    url = database_url(args)
+    with database_errors(url):
         rev = current_revision(url)
-    except DatabaseUrlError as exc:
-        print(f"toolscore db current: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        print(f"toolscore db current: {redact(url)}: {exc}", file=sys.stderr)
-        return 1
     head = head_revision()
     state = "up to date" if rev == head else f"behind (newest is {head})"
     print(f"database {redact(url)} is at revision {rev or 'none'}: {state}")

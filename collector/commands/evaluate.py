@@ -14,11 +14,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscore.collector.configuration import add_options
+from toolscore.collector.configuration import add_options, resolve
 from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
-from toolscore.collector.pipeline.options import (
-    CONTROL_CALLS_OPTIONS,
-    control_calls_from,
+from toolscore.collector.failure import UsageError
+from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
+from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
+from toolscore.collector.settings import CONFIG
+
+# The scoring configuration (not checked for existence here: loading it names a missing file)
+# and the pipeline options that decide what a conversation is, read as serve reads them.
+OPTIONS = (
+    CONFIG,
+    *(o for o in PIPELINE if o.flag in ("--conversation-key", "--reference-key")),
 )
 
 
@@ -30,21 +37,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="OTLP/JSON lines")
     parser.add_argument("--refs", required=True, type=Path, metavar="FILE", help="expectations")
-    parser.add_argument(
-        "--config", metavar="FILE", help="metric instances (env TOOLSCORE_CONFIG; default Ragas's)"
-    )
-    parser.add_argument(
-        "--conversation-key",
-        action="append",
-        metavar="ATTR",
-        help="span attribute naming the conversation (repeatable; default: the server's list)",
-    )
-    parser.add_argument(
-        "--reference-key",
-        default=DEFAULT_REFERENCE_KEY,
-        metavar="ATTR",
-        help=f"span attribute naming the expectation (default {DEFAULT_REFERENCE_KEY})",
-    )
+    add_options(parser, OPTIONS)  # --config and, as for serve, --conversation-key, ...
     add_options(parser, CONTROL_CALLS_OPTIONS)
     for flag, text in (
         ("--fail-under", "exit status 1 when METRIC's mean is below VALUE (repeatable)"),
@@ -60,22 +53,23 @@ def _handle(args: argparse.Namespace) -> int:
     from toolscore.collector.refs_file import RefsFileError, load_refs_file
     from toolscore.scorer import ConfigError, default_config, load_config
 
-    config_path = args.config or os.environ.get("TOOLSCORE_CONFIG")
+    given = resolve(OPTIONS, args, os.environ)
     try:
-        config = load_config(config_path) if config_path else default_config()
+        config = load_config(given["config_path"]) if given["config_path"] else default_config()
         names = list(config.instances)
         gate = _gate(args, names)
         expectations = load_refs_file(args.refs, metric_names=names)
         loaded = load(args.traces)
         control = control_calls_from(args, os.environ)
     except (ConfigError, EvaluateError, ValueError) as exc:
-        return _usage(str(exc))
+        raise UsageError(str(exc)) from None
     except RefsFileError as exc:
-        return _usage(f"{args.refs} rejected:\n" + "\n".join(f"  {p}" for p in exc.problems))
+        problems = "\n".join(f"  {p}" for p in exc.problems)
+        raise UsageError(f"{args.refs} rejected:\n{problems}") from None
     options = EvaluateOptions(
         config,
-        tuple(args.conversation_key or DEFAULT_CONVERSATION_KEYS),
-        args.reference_key,
+        given["conversation_keys"] or DEFAULT_CONVERSATION_KEYS,
+        given["reference_key"] or DEFAULT_REFERENCE_KEY,
         control,
     )
     print(
@@ -111,7 +105,7 @@ def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> 
             with open(junit, "wb") as stream:
                 gate.write_junit(stream, suite="toolscore evaluate")
         except OSError as exc:
-            return _usage(f"cannot write {junit}: {exc.strerror or exc}")
+            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}") from None
     return 1 if failed or gate.failed() else 0
 
 
@@ -126,7 +120,3 @@ def _gate(args: argparse.Namespace, names: list[str]) -> Any:
         keep_cases=args.junit is not None,
     )
 
-
-def _usage(message: str) -> int:
-    print(f"toolscore evaluate: {message}", file=sys.stderr)
-    return 2

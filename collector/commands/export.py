@@ -12,13 +12,18 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import os
 import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.common import (
+    add_db_argument,
+    database_errors,
+    database_url,
+    open_database,
+)
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.failure import Failure
 from toolscore.collector.safe_text import csv_cell, json_safe, safe_message, terminal_safe
 
 # Column order of the CSV and key order of each JSON line.
@@ -81,7 +86,7 @@ def iter_rows(
         row["is_current"] = bool(r["is_current"])
         row["created_at"] = r["created_at"].isoformat()
         row["threshold"] = threshold
-        row["label"] = pass_label(r["score"], threshold)
+        row["label"] = pass_label(r["score"], threshold, r.get("details"))
         yield {k: row[k] for k in FIELDS}
 
 
@@ -107,38 +112,40 @@ def write_jsonl(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
     return n
 
 
-def run(args: argparse.Namespace) -> int:
-    from toolscore.storage.database import open_database
-    from toolscore.storage.engine import DatabaseUrlError, redact
+class _Output:
+    """The output stream, whose write errors name it (not the database being read)."""
 
-    url = resolve_db_url(args, os.environ)
-    try:
-        engine = open_database(url, must_exist=True)
-    except DatabaseUrlError as exc:
-        print(safe_message(f"toolscore export: {exc}"), file=sys.stderr)
-        return 2
+    def __init__(self, stream: IO[str], where: str) -> None:
+        self._stream, self._where = stream, where
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise  # the reader went away: cli.py ends quietly
+        except OSError as exc:
+            raise Failure(f"cannot write {self._where}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    url = database_url(args)
+    engine = open_database(args)
     out: IO[str] = sys.stdout
     try:
         if args.output:
-            out = open(args.output, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
-        with engine.connect() as conn:
+            try:
+                out = open(args.output, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            except OSError as exc:
+                raise Failure(f"cannot write {args.output}: {exc}") from None
+        with database_errors(url, "cannot read"), engine.connect() as conn:
             rows = iter_rows(
                 conn,
                 since=args.since,
                 expectation=args.expectation,
                 current_only=args.current_only,
             )
-            n = (write_csv if args.format == "csv" else write_jsonl)(rows, out)
-    except BrokenPipeError:  # e.g. `| head`: the reader has all it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except OSError as exc:
-        where = args.output or "stdout"
-        print(safe_message(f"toolscore export: cannot write {where}: {exc}"), file=sys.stderr)
-        return 1
-    except Exception as exc:
-        print(safe_message(f"toolscore export: cannot read {redact(url)}: {exc}"), file=sys.stderr)
-        return 1
+            sink: Any = _Output(out, args.output or "stdout")  # writes like an IO[str]
+            n = (write_csv if args.format == "csv" else write_jsonl)(rows, sink)
     finally:
         if out is not sys.stdout:
             out.close()

@@ -13,7 +13,13 @@ import datetime as dt
 import sys
 from typing import IO, Any
 
-from toolscore.collector.commands.common import add_db_argument, open_migrated_database
+from toolscore.collector.commands.common import (
+    add_db_argument,
+    database_errors,
+    database_url,
+    open_database,
+)
+from toolscore.collector.failure import UsageError
 
 PROG = "toolscore prune"
 
@@ -71,24 +77,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         seconds = parse_duration(args.spans_older_than)
     except DurationError as exc:
-        print(f"{PROG}: --spans-older-than: {exc}, got {args.spans_older_than!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--spans-older-than: {exc}, got {args.spans_older_than!r}") from None
     if seconds is None:
         print(f"{PROG}: --spans-older-than forever: nothing to delete", file=sys.stderr)
         return 0
-    engine = open_migrated_database(args, "conversations", prog=PROG)
-    if engine is None:
-        return 1
+    engine = open_database(args, "conversations")
     try:
-        return _prune(engine, cutoff_for(seconds), dry_run=args.dry_run)
+        with database_errors(database_url(args)):
+            return _prune(engine, cutoff_for(seconds), dry_run=args.dry_run)
     except KeyboardInterrupt:
         print(f"\n{PROG}: interrupted (what was deleted stays deleted)", file=sys.stderr)
         return 130
-    except Exception as exc:
-        from toolscore.storage.engine import redact
-
-        print(f"{PROG}: {redact(str(engine.url))}: {exc}", file=sys.stderr)
-        return 1
     finally:
         engine.dispose()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from toolscore.collector.commands._table import clip, format_call, format_time, render_table
 from toolscore.collector.commands.common import (
     add_db_argument,
-    open_migrated_database,
-    resolve_db_url,
+    database_errors,
+    database_url,
+    open_database,
 )
-from toolscore.collector.safe_text import json_safe, safe_lines, safe_message, terminal_safe
+from toolscore.collector.failure import Failure, UsageError
+from toolscore.collector.safe_text import json_safe, safe_lines, terminal_safe
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine
@@ -73,52 +74,30 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _error(message: str) -> None:
-    print(safe_message(f"toolscore refs: {message}"), file=sys.stderr)
-
-
 def _metric_names(config_path: Path) -> list[str]:
     from toolscore.scorer import load_config
 
-    return list(load_config(config_path).instances)
+    try:
+        return list(load_config(config_path).instances)
+    except ValueError as exc:  # scorer.ConfigError names the file and the path
+        raise UsageError(str(exc)) from None
 
 
 def _import(args: argparse.Namespace) -> int:
     from toolscore.collector.refs_file import RefsFileError, load_refs_file
-    from toolscore.storage.database import open_database
-    from toolscore.storage.engine import DatabaseUrlError, redact
     from toolscore.storage.expectations import import_expectations
 
-    metric_names = None
-    if args.config is not None:
-        try:
-            metric_names = _metric_names(args.config)
-        except ValueError as exc:  # scorer.ConfigError names the file and the path
-            _error(str(exc))
-            return 2
+    metric_names = None if args.config is None else _metric_names(args.config)
     try:
         items = load_refs_file(args.file, fmt=args.format, metric_names=metric_names)
     except RefsFileError as exc:
-        _error(f"{args.file} rejected, nothing imported:")
-        for problem in exc.problems:
-            print(f"  {safe_message(str(problem))}", file=sys.stderr)
-        return 2
-
-    url = resolve_db_url(args, os.environ)
+        problems = "".join(f"\n  {problem}" for problem in exc.problems)
+        raise UsageError(f"{args.file} rejected, nothing imported:{problems}") from None
+    engine = open_database(args, upgrade=True)
     try:
-        engine = open_database(url, upgrade=True)
-    except DatabaseUrlError as exc:
-        _error(str(exc))
-        return 2
-    except Exception as exc:
-        _error(f"{redact(url)}: {exc}")
-        return 1
-    try:
-        with engine.connect() as conn:
+        url = database_url(args)
+        with database_errors(url, "import failed, nothing imported"), engine.connect() as conn:
             report = import_expectations(conn, items)
-    except Exception as exc:
-        _error(f"{redact(url)}: import failed, nothing imported: {exc}")
-        return 1
     finally:
         engine.dispose()
     for entry in report.entries:
@@ -131,12 +110,11 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(args: argparse.Namespace) -> Engine | None:
-    """An engine on a database that has the expectations table, or None (error printed)."""
-    return open_migrated_database(
+def _open(args: argparse.Namespace) -> Engine:
+    """An engine on a database that has the expectations table."""
+    return open_database(
         args,
         "expectations",
-        prog="toolscore refs",
         hint="run `toolscore db upgrade` or `toolscore refs import FILE`",
     )
 
@@ -182,8 +160,6 @@ def _list(args: argparse.Namespace) -> int:
     from toolscore.storage.expectations import list_expectations
 
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             rows = list_expectations(conn)
@@ -214,8 +190,6 @@ def _show(args: argparse.Namespace) -> int:
     from toolscore.storage.expectations import get_latest, get_version, list_versions
 
     engine = _open(args)
-    if engine is None:
-        return 1
     try:
         with engine.connect() as conn:
             if args.version is None:
@@ -227,8 +201,7 @@ def _show(args: argparse.Namespace) -> int:
         engine.dispose()
     if row is None:
         which = f" version {args.version}" if args.version is not None else ""
-        _error(f"no expectation {args.id!r}{which}")
-        return 1
+        raise Failure(f"no expectation {args.id!r}{which}")
     if args.json:
         print(json_safe(row_json(row), indent=2))
         return 0

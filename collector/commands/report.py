@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shutil
 import sys
 from typing import Any
 
-from toolscore.collector.commands.common import add_db_argument, resolve_db_url
-from toolscore.collector.safe_text import safe_message
+from toolscore.collector.commands.common import (
+    add_db_argument,
+    database_errors,
+    database_url,
+    open_database,
+)
+from toolscore.collector.failure import Failure, UsageError
 
 DEFAULT_DAYS = 30
 
@@ -48,32 +52,19 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.collector.report import load_report, render_html, render_text
-    from toolscore.storage.database import open_database
-    from toolscore.storage.engine import DatabaseUrlError, redact
 
     until: dt.date = args.until or dt.datetime.now(dt.UTC).date()
     since: dt.date = args.since or (until - dt.timedelta(days=DEFAULT_DAYS))
     if since > until:
-        print(f"toolscore report: --since {since} is after --until {until}", file=sys.stderr)
-        return 2
-    url = resolve_db_url(args, os.environ)
+        raise UsageError(f"--since {since} is after --until {until}")
+    url = database_url(args)
+    engine = open_database(args)
+    doing = "cannot read the history (is the database migrated? run `toolscore db upgrade`)"
     try:
-        engine = open_database(url, must_exist=True)
-    except DatabaseUrlError as exc:
-        print(safe_message(f"toolscore report: {exc}"), file=sys.stderr)
-        return 2
-    try:
-        with engine.connect() as conn:
+        with database_errors(url, doing), engine.connect() as conn:
             report = load_report(
                 conn, since, until, expectation_id=args.expectation, worst_limit=args.worst
             )
-    except Exception as exc:
-        print(
-            safe_message(f"toolscore report: cannot read the history from {redact(url)}: {exc}")
-            + "\n(is the database migrated? run `toolscore db upgrade`)",
-            file=sys.stderr,
-        )
-        return 1
     finally:
         engine.dispose()
     width = shutil.get_terminal_size((100, 24)).columns
@@ -83,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(render_html(report))
         except OSError as exc:
-            message = f"toolscore report: cannot write {args.html}: {exc}"
-            print(safe_message(message), file=sys.stderr)
-            return 1
+            raise Failure(f"cannot write {args.html}: {exc}") from None
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return 0

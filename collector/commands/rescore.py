@@ -8,21 +8,22 @@ prints the ``--resume RUN`` that continues the run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
-import uuid
 from collections.abc import Mapping
 from typing import IO, Any
 
-from toolscore.collector.commands.common import add_db_argument, resolve_db_url
+from toolscore.collector.commands.common import (
+    add_db_argument,
+    database_errors,
+    database_url,
+    open_database,
+)
 from toolscore.collector.commands.report import parse_date
 from toolscore.collector.configuration import add_options
-from toolscore.collector.pipeline.options import (
-    CONTROL_CALLS_OPTIONS,
-    control_calls_from,
-)
-from toolscore.collector.rescoring import config_hash, rescore, resolve_config
+from toolscore.collector.failure import UsageError
+from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
+from toolscore.collector.rescoring import RunError, rescore, resolve_config, start_run
 
 
 def register(subparsers: Any) -> None:
@@ -70,73 +71,49 @@ class ProgressBar:
 
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
-    from toolscore.storage.database import open_database
-    from toolscore.storage.engine import DatabaseUrlError, redact
 
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
-    url = resolve_db_url(args, os.environ)
+    url = database_url(args)
+    engine = open_database(args)
     try:
-        engine = open_database(url)
-    except DatabaseUrlError as exc:
-        print(f"toolscore rescore: {exc}", file=sys.stderr)
-        return 2
 
-    def recorded() -> Mapping[str, Any]:
-        with engine.connect() as conn:
-            return runs.recorded_metric_configs(conn)
+        def recorded() -> Mapping[str, Any]:
+            with database_errors(url), engine.connect() as conn:
+                return runs.recorded_metric_configs(conn)
 
-    try:
-        config, source = resolve_config(args.config, os.environ, recorded)
-    except Exception as exc:
-        engine.dispose()
-        print(f"toolscore rescore: scoring configuration: {exc}", file=sys.stderr)
-        return 2
-    print(f"scoring with {source}", file=sys.stderr)
-    digest = config_hash(config)
-    try:
-        with engine.begin() as conn:
-            if args.resume:
-                the_run = runs.get_run(conn, args.resume)
-                if the_run is None:
-                    print(f"toolscore rescore: no run {args.resume!r}", file=sys.stderr)
-                    return 2
-                if the_run.config_hash != digest:
-                    print(
-                        f"toolscore rescore: run {the_run.id} used another scoring "
-                        "configuration; pass the same --config, or start a new run",
-                        file=sys.stderr,
-                    )
-                    return 2
-            else:
-                since = dt.datetime.combine(args.since, dt.time(), dt.UTC) if args.since else None
-                the_run = runs.Run(
-                    id=f"r-{dt.datetime.now(dt.UTC):%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
-                    started_at=dt.datetime.now(dt.UTC),
-                    finished_at=None,
+        try:
+            config, source = resolve_config(args.config, os.environ, recorded)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"scoring configuration: {exc}") from None
+        print(f"scoring with {source}", file=sys.stderr)
+        with database_errors(url), engine.begin() as conn:
+            try:
+                the_run = start_run(
+                    conn,
+                    config,
+                    resume=args.resume,
                     expectation_id=args.expectation,
-                    since=since,
-                    config_hash=digest,
+                    since=args.since,
                 )
-                runs.create_run(conn, the_run)
+            except RunError as exc:
+                raise UsageError(str(exc)) from None
         print(f"rescore run {the_run.id}", file=sys.stderr)
         try:
-            summary = rescore(
-                engine,
-                config,
-                the_run,
-                force=args.force,
-                progress=ProgressBar(sys.stderr),
-                control_calls=control,
-            )
+            with database_errors(url):
+                summary = rescore(
+                    engine,
+                    config,
+                    the_run,
+                    force=args.force,
+                    progress=ProgressBar(sys.stderr),
+                    control_calls=control,
+                )
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted; resume with: toolscore rescore --resume {the_run.id}",
                 file=sys.stderr,
             )
             return 130
-    except Exception as exc:
-        print(f"toolscore rescore: {redact(url)}: {exc}", file=sys.stderr)
-        return 1
     finally:
         engine.dispose()
     parts = [f"{n} {k}" for k, n in sorted(summary.counts.items())] or ["nothing to do"]

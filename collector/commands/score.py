@@ -79,7 +79,8 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="write JUnit XML: a test case per sample and metric, failing below its threshold",
     )
-    parser.set_defaults(handler=_handle)
+    # a cut output is lost scores, not a reader that has all it wanted (cli.run)
+    parser.set_defaults(handler=_handle, closed_stdout_status=1)
 
 
 def quick_args(argv: list[str]) -> argparse.Namespace | None:
@@ -122,11 +123,14 @@ def quick_args(argv: list[str]) -> argparse.Namespace | None:
         pass_threshold=[],
         junit=None,
         handler=_handle,
+        closed_stdout_status=1,
     )
     return namespace  # type: ignore[return-value]  # the attributes argparse would set
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from toolscore.collector.failure import UsageError
+
     config = None  # the default configuration is only built if a sample needs the general path
     if args.config is not None:
         from toolscore.scorer import ConfigError, load_config
@@ -134,18 +138,16 @@ def _handle(args: argparse.Namespace) -> int:
         try:
             config = load_config(args.config)
         except ConfigError as exc:
-            print(f"toolscore score: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(str(exc)) from None
     try:
         source: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:
-        print(f"toolscore score: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     try:
         gate = _gate(args, config)
     except ValueError as exc:
-        print(f"toolscore score: {exc}", file=sys.stderr)
-        return 2
+        source.close()
+        raise UsageError(str(exc)) from None
     from toolscore.collector.offline.engine import run
     from toolscore.collector.offline.job import Job
     from toolscore.collector.offline.progress import Progress
@@ -158,10 +160,6 @@ def _handle(args: argparse.Namespace) -> int:
         if gate is not None:
             return _gated_run(job, source, progress, gate, getattr(args, "junit", None))
         return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
-    except BrokenPipeError:  # e.g. `toolscore score big.jsonl | head`: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush cannot fail
-        return 1
     finally:
         if progress is not None:
             progress.close()
@@ -194,6 +192,7 @@ def _gated_run(
     job: Job, source: IO[bytes], progress: Progress | None, gate: Any, junit: str | None
 ) -> int:
     """Score in this process, feeding every output row to ``gate``; then report on it."""
+    from toolscore.collector.failure import UsageError
     from toolscore.collector.gate import GatedOutput
     from toolscore.collector.offline.engine import run
 
@@ -206,8 +205,7 @@ def _gated_run(
             with open(junit, "wb") as stream:
                 gate.write_junit(stream)
         except OSError as exc:
-            print(f"toolscore score: cannot write {junit}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}") from None
     return 1 if status or gate.failed() else 0
 
 

@@ -52,6 +52,9 @@ TOOLSCORE_SCOPE_NAME = "toolscore"
 LABEL_PASS = "pass"
 LABEL_FAIL = "fail"
 LABEL_ERROR = "error"  # the conversation could not be scored (score is NULL)
+# no score because what the metric compares was not recorded (details.label; see
+# collector/not_evaluated.py): not a failure of the agent, nor of toolscore
+LABEL_NOT_EVALUATED = "not_evaluated"
 
 # A tool-call metric is a correctness check: anything below a perfect score means at least one
 # call was wrong, missing or extra, so by default only 1.0 passes. Lower it per metric.
@@ -62,8 +65,11 @@ MAX_REASONS = 3
 _TEXT_KEYS = ("explanation", "reason", "summary", "message", "note")
 
 
-def pass_label(score: float | None, threshold: float) -> str:
-    """``pass`` when ``score >= threshold``, ``fail`` below, ``error`` when there is no score."""
+def pass_label(score: float | None, threshold: float, details: Any = None) -> str:
+    """``pass`` when ``score >= threshold``, ``fail`` below, ``error`` when there is no score
+    (``not_evaluated`` when the details say so)."""
+    if isinstance(details, Mapping) and details.get("label") == LABEL_NOT_EVALUATED:
+        return LABEL_NOT_EVALUATED
     if score is None or math.isnan(score):
         return LABEL_ERROR
     return LABEL_PASS if score >= threshold else LABEL_FAIL
@@ -156,7 +162,7 @@ def evaluation_attributes(
     """The attributes of one evaluation, identical on its span and its log record."""
     attrs: dict[str, Any] = {
         ATTR_EVALUATION_NAME: metric,
-        ATTR_SCORE_LABEL: pass_label(score, threshold),
+        ATTR_SCORE_LABEL: pass_label(score, threshold, details),
         ATTR_EXPLANATION: explanation(score, error, details, predicted_count, expected_count),
         ATTR_MARKER: True,
         ATTR_EVALUATION_ID: evaluation_id,

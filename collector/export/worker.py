@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from toolscore.collector.export.otlp import EvaluationEmitter
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.storage import exports
-from toolscore.storage.database import Engine
+from toolscore.storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _utcnow() -> dt.datetime:
 
 
 def export_pass(
-    engine: Engine,
+    engine: Database,
     emitter: EvaluationEmitter,
     settings: ExportSettings,
     now: Callable[[], dt.datetime] = _utcnow,
@@ -94,7 +94,7 @@ def export_pass(
 class ThresholdWriter:
     """Component storing ``--pass-threshold`` values at start-up (views and labels read them)."""
 
-    def __init__(self, engine: Engine, thresholds: Mapping[str, float]) -> None:
+    def __init__(self, engine: Database, thresholds: Mapping[str, float]) -> None:
         self._engine = engine
         self._thresholds = dict(thresholds)
 
@@ -114,7 +114,7 @@ class ExportWorker:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Database,
         emitter: EvaluationEmitter,
         settings: ExportSettings,
         *,

@@ -20,6 +20,7 @@ from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conversation_keys import normalize_user_input
 from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.not_evaluated import mark_not_evaluated, unrecorded
 from toolscore.collector.pipeline.carry import after_pruning
 from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
@@ -257,6 +258,8 @@ def _compute_one(
         return _Computed(status=STATUS_UNMATCHED, unmatched_reason=why, **common)
     names = list(expectation.metrics) if expectation.metrics is not None else None
     rows, error = _evaluate(config, names, messages, expectation.reference_tool_calls)
+    missing = unrecorded(rec.tool_calls, kept)  # not evaluable is not zero
+    rows = mark_not_evaluated(rows, config.instances, missing, len(calls))
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),

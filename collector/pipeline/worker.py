@@ -50,7 +50,7 @@ from toolscore.collector.pipeline.claim import (
 )
 from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
-from toolscore.storage.database import Engine
+from toolscore.storage.database import Database
 from toolscore.storage.leases import renew_leases, span_counts
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class RoundRunner:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Database,
         config: ScoringConfig,
         *,
         timing: Timing,
@@ -304,7 +304,7 @@ class PipelineWorker:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Database,
         config: ScoringConfig,
         *,
         timing: Timing | None = None,

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from toolscore.collector.export.attributes import explanation
 from toolscore.storage.database import Connection
 from toolscore.storage.reports import daily_scores, worst_scores
+from toolscore.storage.tool_scores import ToolScore, most_often_wrong, thresholds
 
 WORST_LIMIT = 10
+TOOLS_LIMIT = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class Series:
     expectation_id: str
     metric: str
     points: tuple[DailyPoint, ...]
+    threshold: float | None = None  # the pass threshold (None: unknown)
 
     @property
     def evaluations(self) -> int:
@@ -81,6 +84,8 @@ class Report:
     until: dt.date
     series: tuple[Series, ...]
     worst: tuple[WorstConversation, ...]
+    #: The tools with the most failures (wrong, missing, extra, misplaced), most first.
+    tools: tuple[ToolScore, ...] = ()
 
 
 def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
@@ -104,7 +109,10 @@ def load_report(
         grouped.setdefault((r.expectation_id, r.metric), []).append(
             DailyPoint(r.day, r.evaluations, r.scored, r.mean, r.p10, r.p50, r.p90, r.pass_rate)
         )
-    series = tuple(Series(e, m, tuple(points)) for (e, m), points in grouped.items())
+    limits = thresholds(conn, since, until, expectation_id)
+    series = tuple(
+        Series(e, m, tuple(points), limits.get((e, m))) for (e, m), points in grouped.items()
+    )
     worst = tuple(
         WorstConversation(
             conversation_id=r.conversation_id,
@@ -120,4 +128,5 @@ def load_report(
         )
         for r in worst_scores(conn, since, until, expectation_id, limit=worst_limit)
     )
-    return Report(since=since, until=until, series=series, worst=worst)
+    tools = tuple(most_often_wrong(conn, since, until, expectation_id, limit=TOOLS_LIMIT))
+    return Report(since=since, until=until, series=series, worst=worst, tools=tools)

@@ -1,4 +1,5 @@
-"""The terminal summary: one line per expectation and metric, then the worst conversations.
+"""The terminal summary: one line per expectation and metric, the tools most often wrong, then
+the worst conversations.
 
 Ids, metric names and explanations are untrusted: every line is escaped for the terminal
 (``toolscore.collector.safe_text``), cells before their widths are measured.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from toolscore.collector.report.data import Report, Series
 from toolscore.collector.safe_text import safe_lines, terminal_safe
+from toolscore.storage.tool_scores import ToolScore
 
 SPARK = "▁▂▃▄▅▆▇█"
 TREND_FLAT = 0.005  # |trend| below this reads as flat
@@ -42,6 +44,29 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def tool_lines(tool: ToolScore) -> list[str]:
+    """``  search (acc): 3 wrong, 1 missing of 12 expected, 11 called; 1.25 points lost`` and
+    the arguments most often wrong."""
+    parts = [
+        f"{n} {label}"
+        for n, label in (
+            (tool.wrong, "wrong"),
+            (tool.missing, "missing"),
+            (tool.extra, "extra"),
+            (tool.misplaced, "misplaced"),
+        )
+        if n
+    ]
+    lines = [
+        f"  {tool.tool} ({tool.metric}): {', '.join(parts)} of {tool.expected} expected, "
+        f"{tool.called} called; {tool.points_lost:.2f} points lost"
+    ]
+    if tool.wrong_arguments:
+        shown = ", ".join(f"{a} ×{n}" for a, n in tool.wrong_arguments)
+        lines.append(f"          wrong arguments: {shown}")
+    return lines
+
+
 def render_text(report: Report, width: int = 100) -> str:
     lines = [
         f"toolscore report: {report.since.isoformat()} .. {report.until.isoformat()} "
@@ -73,6 +98,10 @@ def render_text(report: Report, width: int = 100) -> str:
             for i, (c, w) in enumerate(zip(r, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
+    if report.tools:
+        lines += ["", "Tools most often wrong (wrong arguments, missing, extra, misplaced calls):"]
+        for tool in report.tools:
+            lines += [_cut(terminal_safe(line), width) for line in tool_lines(tool)]
     if report.worst:
         lines += ["", "Worst conversations (failing or not scored):"]
         for w in report.worst:

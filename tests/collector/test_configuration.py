@@ -16,6 +16,7 @@ import pytest
 
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
+from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.settings import Listen, ServeConfig, load_serve_config, serve_options
 
 ENDPOINT = {"TOOLSCORE_EXPORT_ENDPOINT": "http://otel:4317"}
@@ -371,15 +372,48 @@ ROWS = [
         bad="0",
     ),
     Row(
+        "--control-calls",
+        "TOOLSCORE_CONTROL_CALLS",
+        "include",
+        "exclude include=handoff",
+        lambda c: c.pipeline.control_calls,
+        ControlCalls(include=True),
+        ControlCalls(include=False, overrides=(("handoff", True),)),
+        ControlCalls(include=False),
+        bad="maybe",
+    ),
+    Row(  # deprecated alias of --control-calls include=handoff / exclude=handoff
         "--handoffs",
         "TOOLSCORE_HANDOFFS",
-        "include",
         "exclude",
-        lambda c: c.pipeline.include_handoffs,
-        True,
-        False,
-        True,
+        "include",
+        lambda c: c.pipeline.control_calls,
+        ControlCalls(include=False),
+        ControlCalls(include=False, overrides=(("handoff", True),)),
+        ControlCalls(include=False),
         bad="maybe",
+    ),
+    Row(
+        "--span-retention",
+        "TOOLSCORE_SPAN_RETENTION",
+        "12h",
+        "2w",
+        lambda c: c.retention.retention_s,
+        12 * 3600.0,
+        14 * 86400.0,
+        7 * 86400.0,
+        bad="soon",
+    ),
+    Row(
+        "--span-retention-interval",
+        "TOOLSCORE_SPAN_RETENTION_INTERVAL",
+        "5",
+        "6",
+        lambda c: c.retention.interval_s,
+        5.0,
+        6.0,
+        60.0,
+        bad="0",
     ),
     Row(
         "--max-conversation-spans",

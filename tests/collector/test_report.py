@@ -42,12 +42,34 @@ def _history(engine: Engine) -> dict[int, list[float]]:
                 "tool_call_accuracy",
                 score,
                 created_at=when,
-                details={"reasons": [f"expected get_weather(city='Paris') <{n}>"]},
+                details=_details(n, score),
             )
             add_evaluation(engine, conv, "tool_call_f1", 0.6, created_at=when)
     add_conversation(engine, "conv-broken", first_seen_at=DAY)
     add_evaluation(engine, "conv-broken", "tool_call_accuracy", None, error="bad reference")
     return by_day
+
+
+def _details(n: int, score: float) -> dict[str, object]:
+    """An accuracy explanation: get_weather's city wrong, and get_time missing every third."""
+    pairs: list[dict[str, object]] = [{"name": "get_weather", "score": score}]
+    losses: list[dict[str, object]] = []
+    if score < 1.0:
+        lost = 1.0 - score
+        if n % 3 == 0:
+            lost /= 2
+            losses.append({"kind": "missing", "tool": "get_time", "expected": 1, "points": lost})
+        losses.append(
+            {"kind": "wrong_argument", "tool": "get_weather", "argument": "city", "expected": 0,
+             "predicted": 0, "points": lost}
+        )  # fmt: skip
+    else:
+        pairs.append({"name": "get_time", "score": 1.0})
+    return {
+        "reasons": [f"expected get_weather(city='Paris') <{n}>"],
+        "pairs": pairs,
+        "losses": losses,
+    }
 
 
 @pytest.fixture
@@ -68,7 +90,7 @@ def test_terminal_summary_per_expectation_and_metric(
     assert status == 0
     scores = [s for day in by_day.values() for s in day]
     passed = sum(s >= 1.0 for s in scores) / len(scores)
-    summary = out.split("Worst conversations", 1)[0].splitlines()
+    summary = out.split("Tools most often wrong", 1)[0].splitlines()
     [acc] = [line for line in summary if "tool_call_accuracy" in line]
     cells = acc.split()
     assert cells[2:6] == ["13", "12", f"{statistics.fmean(scores):.3f}", f"{passed * 100:.1f}%"]
@@ -81,6 +103,17 @@ def test_terminal_summary_per_expectation_and_metric(
     worst_block = out.split("Worst conversations", 1)[1]
     assert worst_block.index("conv-broken") < worst_block.index("conv-01")  # errors first
     assert "not scored: bad reference" in worst_block
+    tools = out.split("Tools most often wrong", 1)[1].split("Worst conversations", 1)[0]
+    failing = [(n, s) for n, s in enumerate(scores, 1) if s < 1.0]  # n: as _details numbers them
+    weather_lost = sum((1.0 - s) / (2 if n % 3 == 0 else 1) for n, s in failing)
+    missing = sum(n % 3 == 0 for n, _ in failing)
+    [weather, arguments, time_] = tools.strip("\n").splitlines()[1:]  # most failures first
+    assert weather == (
+        f"  get_weather (tool_call_accuracy): {len(failing)} wrong of {len(scores)} expected, "
+        f"{len(scores)} called; {weather_lost:.2f} points lost"
+    )
+    assert arguments == f"          wrong arguments: city ×{len(failing)}"
+    assert time_.startswith(f"  get_time (tool_call_accuracy): {missing} missing of ")
 
 
 def test_report_rejects_a_bad_date(capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,6 +219,13 @@ def test_html_report_renders_in_a_headless_browser(
     assert len(colours) > 20, "the screenshot is blank"
     blue = bytes((0x09, 0x69, 0xDA))  # the chart line colour is drawn somewhere
     assert any(blue in row for row in rows)
+    # the charts span the page: a grid line runs across at least 85% of the window's width
+    channels = len(rows[0]) // width
+    grid = bytes((0xD1, 0xD9, 0xE0))
+    assert max(_run(row, grid, channels) for row in rows) > 0.85 * width
+    # the pass thresholds are drawn as dashed red lines across the chart
+    red = bytes((0xCF, 0x22, 0x2E))
+    assert sum(_count(row, red, channels) > 0.4 * width for row in rows) >= 2
 
     dom = _chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p2")
     assert dom.returncode == 0, dom.stderr[-2000:]
@@ -195,3 +235,29 @@ def test_html_report_renders_in_a_headless_browser(
     assert f"weather tool_call_accuracy 13 12 {statistics.fmean(scores):.3f}" in text
     assert "Worst conversations" in text and "not scored: bad reference" in text
     assert "expected get_weather(city='Paris') &lt;1&gt;" in dom.stdout  # escaped, not markup
+    # dates on each chart's axis, every day of the period (room enough at 7 days)
+    dates = re.findall(r'class="date"[^>]*>([^<]+)<', dom.stdout)
+    week = ["2026-11-01", *(f"11-{d:02d}" for d in range(2, 8))]
+    assert dates == week * 2
+    # the daily counts: one bar and its number per day with scores (the accuracy chart's first
+    # day has the unscorable conversation too)
+    counts = re.findall(r'<text[^>]*class="count"[^>]*>(\d+)<', dom.stdout)
+    assert counts == ["4", "3", "3", "3"] + ["3"] * 4
+    assert "pass ≥ 1" in text and "pass ≥ 0.5" in text
+    # the tools most often wrong, from the tool_scores view
+    assert "Tools most often wrong" in text
+    assert "get_weather tool_call_accuracy 12 12 9 0 0 0 4.38 city ×9" in text
+    assert "get_time tool_call_accuracy 5 3 0 2 0 0 0.38" in text
+
+
+def _run(row: bytes, colour: bytes, channels: int) -> int:
+    """The longest horizontal run of pixels of ``colour`` in a row of RGB or RGBA pixels."""
+    best = current = 0
+    for i in range(0, len(row), channels):
+        current = current + 1 if row[i : i + 3] == colour else 0
+        best = max(best, current)
+    return best
+
+
+def _count(row: bytes, colour: bytes, channels: int) -> int:
+    return sum(row[i : i + 3] == colour for i in range(0, len(row), channels))

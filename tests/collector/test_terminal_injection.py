@@ -193,7 +193,8 @@ def test_errors_on_stderr_are_escaped_too(scored: Scored) -> None:
 
     assert result.returncode == 1
     assert terminal_text(result.stdout) == ""
-    assert terminal_text(result.stderr) == "toolscore: no conversation 'nope\\x1b[2J\\r\\u202e'\n"
+    expected = "toolscore show: no conversation 'nope\\x1b[2J\\r\\u202e'\n"
+    assert terminal_text(result.stderr) == expected
 
 
 def test_refs_list_and_show(scored: Scored) -> None:
