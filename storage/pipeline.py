@@ -112,7 +112,7 @@ class Evaluation(Base):
         UniqueConstraint("conversation_id", "metric", "revision"),
         Index(None, "expectation_id", "created_at"),
         # superseding a round's conversations' current rows: (is_current, id IN ...) lookups,
-        # not a walk of every current evaluation (migration 0008)
+        # not a walk of every current evaluation (migration 0009)
         Index(None, "is_current", "conversation_id"),
         Index(None, "created_at"),
     )

@@ -1,7 +1,7 @@
 """index the current evaluations by conversation: (is_current, conversation_id)
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 
 Every scoring round supersedes the current evaluations of the conversations it scores
 (``UPDATE evaluations SET is_current = false WHERE conversation_id IN (...) AND is_current``).
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
