@@ -46,7 +46,6 @@ PENDING_FUNCTIONS: set[tuple[str, str]] = {
 PENDING_COMPLEX: set[str] = {
     "benchmarks/bench_scorer.py",
     "collector/commands/conversations.py",
-    "collector/offline/forking.py",
     "collector/reconstruct.py",
     "scorer/accuracy.py",
     "scorer/assignment.py",
