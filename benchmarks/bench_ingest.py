@@ -356,26 +356,8 @@ def _drop_postgres(url: str, admin_url: str) -> None:
     engine.dispose()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, default=100_352, help="spans per toolscore run")
-    parser.add_argument("--concurrency", type=int, default=16, help="concurrent exporters")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", metavar="URL", help="server URL; a fresh database per run")
-    parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
-    parser.add_argument("--phoenix-spans", type=int, default=5_120)
-    parser.add_argument("--phoenix-timeout", type=float, default=600)
-    parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
-    parser.add_argument(
-        "--sqlite-page-size",
-        type=int,
-        metavar="BYTES",
-        help="also measure SQLite files with this page size (A/B against the default)",
-    )
-    args = parser.parse_args(argv)
-
-    sample = build_requests(BATCH * 4, run=0)
-    span_bytes = sum(map(len, sample)) / (BATCH * 4)
+def _run_all(args: argparse.Namespace) -> list[RunFigures]:
+    """Every run of every system asked for, in the order run."""
     results: list[RunFigures] = []
     for run in range(args.runs):
         payloads = build_requests(args.spans, run=run + 1)
@@ -412,6 +394,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             small = build_requests(args.phoenix_spans, run=100 + run)
             results.append(run_phoenix(args.phoenix, small, args.concurrency, args.phoenix_timeout))
             print(results[-1], flush=True)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=100_352, help="spans per toolscore run")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent exporters")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", metavar="URL", help="server URL; a fresh database per run")
+    parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
+    parser.add_argument("--phoenix-spans", type=int, default=5_120)
+    parser.add_argument("--phoenix-timeout", type=float, default=600)
+    parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
+    parser.add_argument(
+        "--sqlite-page-size",
+        type=int,
+        metavar="BYTES",
+        help="also measure SQLite files with this page size (A/B against the default)",
+    )
+    args = parser.parse_args(argv)
+
+    sample = build_requests(BATCH * 4, run=0)
+    span_bytes = sum(map(len, sample)) / (BATCH * 4)
+    results = _run_all(args)
 
     machine = platform.processor() or platform.machine()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
