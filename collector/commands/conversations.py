@@ -24,6 +24,7 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
+from toolscore.collector.commands.show_spans import render_spans, span_rows
 from toolscore.collector.configuration import add_options
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
@@ -64,6 +65,11 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
+    )
+    show.add_argument(
+        "--spans",
+        action="store_true",
+        help="list the stored spans: the calls each asked for or ran, and those not used",
     )
     add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
@@ -130,6 +136,7 @@ def _conversations(args: argparse.Namespace) -> int:
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
                 "unmatched_reason": _why_unmatched(r),
+                "warning": r.get("warning"),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -180,6 +187,7 @@ def _show(args: argparse.Namespace) -> int:
                 revision=args.revision,
                 messages=not args.no_messages,
                 control_calls=control,
+                spans=args.spans,
             )
     finally:
         engine.dispose()
@@ -201,6 +209,7 @@ def _load(
     revision: int | None,
     messages: bool,
     control_calls: ControlCalls = DEFAULT_CONTROL,
+    spans: bool = False,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
     from toolscore.storage import conversations as repo
@@ -264,15 +273,19 @@ def _load(
             for e in evals
         ],
     }
-    if messages:
-        data["messages"] = _messages(conn, conversation_id, control_calls=control_calls)
+    if messages or spans:
+        rebuilt = _rebuild(conn, conversation_id, control_calls)
+        if messages:
+            data["messages"] = None if rebuilt is None else [dict(m) for m in rebuilt[1].messages]
+        if spans:
+            data["spans"] = None if rebuilt is None else span_rows(*rebuilt)
     return data
 
 
-def _messages(
-    conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
-) -> list[dict[str, Any]] | None:
-    """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
+def _rebuild(
+    conn: Connection, conversation_id: str, control_calls: ControlCalls
+) -> tuple[Any, Any] | None:
+    """The conversation's stored spans and their reconstruction (None when none are stored)."""
     from toolscore.collector.reconstruct import reconstruct
     from toolscore.storage.conversations import trace_ids as traces_of
     from toolscore.storage.telemetry import load_logs, load_spans
@@ -281,8 +294,7 @@ def _messages(
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
-    return [dict(m) for m in rebuilt.messages]
+    return spans, reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
 
 
 def _flat_reference(reference: Any) -> list[str]:
@@ -328,6 +340,8 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  error           {conv['error']}")
     if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
+    if conv.get("warning"):
+        lines.append(f"  warning         {conv['warning']}")
 
     pruned = conv.get("pruned_through_ns") is not None
     if pruned:
@@ -372,6 +386,9 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         )
         table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
         lines.extend("  " + line for line in table.splitlines())
+
+    if "spans" in data:
+        lines += render_spans(data["spans"], pruned)
 
     past = data.get("revision")
     lines += ["", "scores:" if past is None else f"scores (revision {past}):"]
