@@ -12,12 +12,14 @@ Adding a ``serve`` flag (docs/architecture.md, "Configuration"):
 
 1. add a field to the frozen dataclass of the part it configures (``Settings`` in
    ``collector/settings.py``, ``PipelineOptions`` in ``collector/pipeline/options.py``, the
-   write-back's ``OPTIONS`` in ``collector/export/settings.py``);
+   write-back's ``OPTIONS`` in ``collector/export/settings.py``, ``RetentionOptions`` in
+   ``collector/retention.py``; every part is listed in ``collector/serve_config.py``);
 2. add an ``Option(flag, field, help, parse=..., default=...)`` to that module's ``OPTIONS``
    tuple (the variable defaults to ``TOOLSCORE_`` + the flag's name; the parsers below raise
    ``ValueError("expected ...")`` and the mechanism adds the names and the bad value);
 3. add its row to docs/configuration.md (``tests/collector/test_configuration_docs.py`` fails
-   until the row names the flag, the variable and the default).
+   until the row names the flag, the variable and the default) and to the precedence table of
+   ``tests/collector/test_configuration.py``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from toolscore.collector.configuration import (
     ConfigError,
@@ -24,11 +23,6 @@ from toolscore.collector.configuration import (
     resolve,
     resolve_one,
 )
-
-if TYPE_CHECKING:
-    from toolscore.collector.export.settings import ExportSettings
-    from toolscore.collector.pipeline.options import PipelineOptions
-    from toolscore.collector.retention import RetentionOptions
 
 DB_ENV = "TOOLSCORE_DB"
 DEFAULT_DB_URL = "sqlite:///./toolscore.db"
@@ -367,35 +361,3 @@ class Settings:
 def resolve_db_url(args: argparse.Namespace | None, environ: Mapping[str, str]) -> str:
     """The database URL: ``--db`` beats ``TOOLSCORE_DB`` beats the default SQLite file."""
     return str(resolve_one(DB, args, environ))
-
-
-@dataclass(frozen=True, slots=True)
-class ServeConfig:
-    """Everything ``toolscore serve`` was configured with, read and checked once at start-up."""
-
-    settings: Settings
-    pipeline: PipelineOptions
-    export: ExportSettings | None  # None: no write-back
-    thresholds: Mapping[str, float]  # --pass-threshold
-    retention: RetentionOptions  # --span-retention
-
-
-def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
-    """Every ``serve`` option (flags > ``environ`` > defaults); raises ConfigError."""
-    from toolscore.collector.export.options import settings_from
-    from toolscore.collector.pipeline.options import options_from
-    from toolscore.collector.retention import options_from as retention_from
-
-    settings = Settings.from_args(args, environ)
-    pipeline = options_from(args, environ)
-    export, thresholds = settings_from(args, environ)
-    return ServeConfig(settings, pipeline, export, thresholds, retention_from(args, environ))
-
-
-def serve_options() -> tuple[Option, ...]:
-    """Every ``serve`` option, in ``--help`` order."""
-    from toolscore.collector.export.settings import OPTIONS as EXPORT
-    from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
-    from toolscore.collector.retention import OPTIONS as RETENTION
-
-    return OPTIONS + PIPELINE + EXPORT + RETENTION

@@ -114,17 +114,45 @@ class Transcript:
         history: bool,
     ) -> None:
         if message.role == "tool":
-            if message.tool_call_id:
-                if message.tool_call_id in self.result_ids:
-                    return
-                self.result_ids.add(message.tool_call_id)
-            elif self._known(("tool", message.content), seen_fp) and history:
-                return
-            self.fp_count[("tool", message.content)] += 1
-            self.entries.append(Entry("tool", key, message.content, [], message.tool_call_id))
+            self._merge_result(message, key, seen_fp, history=history)
             return
         if not message.tool_calls and not message.content.strip():
             return  # an empty message (e.g. a call the framework could not parse was dropped)
+        new_calls = self._new_calls(message, exchange, seen_sig)
+        fp = (message.role, " ".join(message.content.split()))
+        text_known = self._known(fp, seen_fp) if history else False
+        if not message.tool_calls and history and text_known:
+            return
+        if message.tool_calls and not new_calls:
+            return
+        content = "" if (text_known and message.tool_calls) else message.content
+        if content or not message.tool_calls:
+            self.fp_count[fp] += 1
+        for call in new_calls:
+            self._add_call(call)
+        self.entries.append(Entry(message.role, key, content, new_calls))
+
+    def _merge_result(
+        self,
+        message: Message,
+        key: tuple[int, int],
+        seen_fp: dict[tuple[str, str], int],
+        *,
+        history: bool,
+    ) -> None:
+        if message.tool_call_id:
+            if message.tool_call_id in self.result_ids:
+                return
+            self.result_ids.add(message.tool_call_id)
+        elif self._known(("tool", message.content), seen_fp) and history:
+            return
+        self.fp_count[("tool", message.content)] += 1
+        self.entries.append(Entry("tool", key, message.content, [], message.tool_call_id))
+
+    def _new_calls(
+        self, message: Message, exchange: Exchange, seen_sig: dict[tuple[str, str], int]
+    ) -> list[Call]:
+        """The calls of ``message`` not known yet (by id; without ids, by occurrence count)."""
         new_calls: list[Call] = []
         for ref in message.tool_calls:
             sig = (ref.name, self.canon(ref.arguments))
@@ -143,18 +171,7 @@ class Transcript:
                     exchange.convention,
                 )
             )
-        fp = (message.role, " ".join(message.content.split()))
-        text_known = self._known(fp, seen_fp) if history else False
-        if not message.tool_calls and history and text_known:
-            return
-        if message.tool_calls and not new_calls:
-            return
-        content = "" if (text_known and message.tool_calls) else message.content
-        if content or not message.tool_calls:
-            self.fp_count[fp] += 1
-        for call in new_calls:
-            self._add_call(call)
-        self.entries.append(Entry(message.role, key, content, new_calls))
+        return new_calls
 
     def _known(self, fp: tuple[str, str], seen: dict[tuple[str, str], int]) -> bool:
         seen[fp] += 1

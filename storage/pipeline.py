@@ -65,7 +65,7 @@ class Conversation(Base):
     pruned_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # why no expectation was found (status unmatched), else NULL; migration 0005
     unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # spans that look like tool runs when no call was rebuilt, else NULL; migration 0008
+    # spans that look like tool runs when no call was rebuilt, else NULL; migration 0010
     warning: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
@@ -113,7 +113,9 @@ class Evaluation(Base):
     __table_args__ = (
         UniqueConstraint("conversation_id", "metric", "revision"),
         Index(None, "expectation_id", "created_at"),
-        Index(None, "is_current"),
+        # superseding a round's conversations' current rows: (is_current, id IN ...) lookups,
+        # not a walk of every current evaluation (migration 0009)
+        Index(None, "is_current", "conversation_id"),
         Index(None, "created_at"),
     )
 

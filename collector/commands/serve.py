@@ -2,7 +2,7 @@
 
 To plug in another part of the service: declare its flags as ``Option``s (see
 :mod:`toolscore.collector.configuration`), add them to ``serve_options`` and its resolved,
-frozen settings to ``ServeConfig`` (:mod:`toolscore.collector.settings`), and its extension
+frozen settings to ``ServeConfig`` (:mod:`toolscore.collector.serve_config`), and its extension
 factory to :func:`extensions` (see :mod:`toolscore.collector.app`).
 """
 
@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.configuration import add_options
-from toolscore.collector.settings import ServeConfig, load_serve_config, serve_options
+from toolscore.collector.serve_config import ServeConfig, load_serve_config, serve_options
 
 if TYPE_CHECKING:
     from toolscore.collector.app import ExtensionFactory

@@ -17,7 +17,8 @@ import pytest
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
 from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.settings import Listen, ServeConfig, load_serve_config, serve_options
+from toolscore.collector.serve_config import ServeConfig, load_serve_config, serve_options
+from toolscore.collector.settings import Listen
 
 ENDPOINT = {"TOOLSCORE_EXPORT_ENDPOINT": "http://otel:4317"}
 
@@ -609,6 +610,8 @@ def test_every_serve_flag_has_a_row() -> None:
     assert flags - {"--help"} == set(IDS)
     declared = {option.flag: option.variable for option in serve_options()}
     assert declared == {row.flag: row.variable for row in ROWS}
+    # every serve flag has a variable of toolscore's own (the OTEL_ ones come after it)
+    assert all((variable or "").startswith("TOOLSCORE_") for variable in declared.values())
 
 
 def test_otel_variables_refine_the_write_back_after_toolscore_ones() -> None:

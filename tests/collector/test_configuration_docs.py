@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from toolscore.collector.cli import build_parser
-from toolscore.collector.settings import serve_options
+from toolscore.collector.serve_config import serve_options
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

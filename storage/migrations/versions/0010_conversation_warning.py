@@ -1,7 +1,7 @@
 """why a conversation's score may mislead: conversations.warning
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 
 Set when scoring rebuilt no tool call although spans of the conversation look like tool runs
 (a convention toolscore does not read: collector/conventions/unrecognised.py), NULL otherwise;
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
