@@ -5,25 +5,35 @@ hold: see collector/sanitize.py) are rejected one by one with a message while th
 kept (OTLP partial success); an undecodable body raises :class:`DecodeError` and nothing of it is
 kept. Attribute values over the configured size are truncated, values nested deeper than the
 depth limit are cut there (the too-deep part becomes null), and the keys so changed are listed in
-the attribute ``toolscore.truncated``.
+the attribute ``toolscore.truncated``. Parsing bodies into messages is collector/otlp_parse.py,
+converting attribute values collector/otlp_values.py; this module re-exports what callers use.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.collector.otlp_parse import (
+    DecodeError,
+    parse_logs_json,
+    parse_logs_protobuf,
+    parse_traces_json,
+    parse_traces_protobuf,
+)
+from toolscore.collector.otlp_values import (
+    DEFAULT_MAX_VALUE_DEPTH,
+    TRUNCATED_ATTRIBUTE,
+    Truncation,
+    any_value,
+    attributes,
+)
 from toolscore.collector.sanitize import (
     DEFAULT_KEY_ATTRIBUTES,
     DEFAULT_MAX_KEY_BYTES,
@@ -31,20 +41,11 @@ from toolscore.collector.sanitize import (
     time_problem,
 )
 
-TRUNCATED_ATTRIBUTE = "toolscore.truncated"
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
-# Arrays / key-value lists inside one value. Under the JSON encoder's limit (254 levels, with
-# the attributes and events around the value) and Python's recursion limit; protobuf's own
-# parser already stops near 47 levels of AnyValue.
-DEFAULT_MAX_VALUE_DEPTH = 64
 MAX_REPORTED_ERRORS = 5  # distinct reasons quoted in partial_success.error_message
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
-
-
-class DecodeError(ValueError):
-    """The request body is not a valid OTLP message; nothing of it can be kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,217 +72,6 @@ class DecodedLogs:
     rejected: int
     error_message: str
     truncated_values: int
-
-
-# --- parsing ---------------------------------------------------------------------------------
-
-
-def parse_traces_protobuf(data: bytes) -> ExportTraceServiceRequest:
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except (ProtobufDecodeError, ValueError) as exc:
-        raise DecodeError(f"body is not a valid ExportTraceServiceRequest: {exc}") from exc
-    return request
-
-
-def parse_logs_protobuf(data: bytes) -> ExportLogsServiceRequest:
-    request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except (ProtobufDecodeError, ValueError) as exc:
-        raise DecodeError(f"body is not a valid ExportLogsServiceRequest: {exc}") from exc
-    return request
-
-
-def parse_traces_json(data: bytes) -> ExportTraceServiceRequest:
-    """OTLP/JSON: hex ids (not base64), camelCase or snake_case keys, unknown fields ignored."""
-    obj = _load_json(data)
-    for rs in _items(obj, "resourceSpans", "resource_spans"):
-        for ss in _items(rs, "scopeSpans", "scope_spans"):
-            for span in _items(ss, "spans"):
-                _hex_ids_to_base64(span, ("traceId", "trace_id"), ("spanId", "span_id"))
-                _hex_ids_to_base64(span, ("parentSpanId", "parent_span_id"))
-                for link in _items(span, "links"):
-                    _hex_ids_to_base64(link, ("traceId", "trace_id"), ("spanId", "span_id"))
-    return _parse_dict(obj, ExportTraceServiceRequest())
-
-
-def parse_logs_json(data: bytes) -> ExportLogsServiceRequest:
-    obj = _load_json(data)
-    for rl in _items(obj, "resourceLogs", "resource_logs"):
-        for sl in _items(rl, "scopeLogs", "scope_logs"):
-            for record in _items(sl, "logRecords", "log_records"):
-                _hex_ids_to_base64(record, ("traceId", "trace_id"), ("spanId", "span_id"))
-    return _parse_dict(obj, ExportLogsServiceRequest())
-
-
-def _load_json(data: bytes) -> dict[str, Any]:
-    try:
-        obj = json.loads(data)
-    except RecursionError as exc:
-        raise DecodeError("body is not usable JSON: nested too deeply") from exc
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DecodeError(f"body is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise DecodeError("body is not a JSON object")
-    return obj
-
-
-_M = TypeVar("_M", ExportTraceServiceRequest, ExportLogsServiceRequest)
-
-
-def _parse_dict(obj: dict[str, Any], message: _M) -> _M:
-    name = message.DESCRIPTOR.name
-    try:
-        json_format.ParseDict(obj, message, ignore_unknown_fields=True)
-    except RecursionError as exc:
-        raise DecodeError(f"body is not a usable OTLP/JSON {name}: nested too deeply") from exc
-    except (json_format.ParseError, ValueError, TypeError, ArithmeticError) as exc:
-        # ArithmeticError: Infinity (accepted by json.loads) in an integer or enum field
-        raise DecodeError(f"body is not a valid OTLP/JSON {name}: {exc}") from exc
-    except SystemError as exc:
-        # upb's field lookup raises this for a key with a lone surrogate (its UnicodeEncodeError
-        # escapes as "returned a result with an exception set")
-        raise DecodeError(
-            f"body is not a valid OTLP/JSON {name}: a key is not valid UTF-8"
-        ) from exc
-    return message
-
-
-def _items(obj: Any, *keys: str) -> list[Any]:
-    if not isinstance(obj, dict):
-        return []
-    for key in keys:
-        value = obj.get(key)
-        if isinstance(value, list):
-            return value
-    return []
-
-
-# An id that is not hex becomes this one byte, which validation then rejects (bad length).
-_INVALID_ID_B64 = base64.b64encode(b"\xff").decode("ascii")
-
-
-def _hex_ids_to_base64(obj: Any, *aliases: tuple[str, ...]) -> None:
-    # json_format would read the hex digits as base64 and yield garbage ids of the wrong length.
-    if not isinstance(obj, dict):
-        return
-    for names in aliases:
-        for key in names:
-            value = obj.get(key)
-            if isinstance(value, str):
-                try:
-                    raw = bytes.fromhex(value)
-                except ValueError:
-                    obj[key] = _INVALID_ID_B64
-                else:
-                    obj[key] = base64.b64encode(raw).decode("ascii")
-
-
-# --- values ----------------------------------------------------------------------------------
-
-
-class _Truncation:
-    """Collects truncations while one item's values are converted."""
-
-    __slots__ = ("limit", "max_depth", "total")
-
-    def __init__(self, limit: int, max_depth: int = DEFAULT_MAX_VALUE_DEPTH) -> None:
-        self.limit = limit
-        self.max_depth = max_depth
-        self.total = 0
-
-    def text(self, value: str) -> tuple[str, bool]:
-        if len(value) * 4 <= self.limit:  # cannot be over, whatever its characters
-            return value, False
-        encoded = value.encode("utf-8")
-        if len(encoded) <= self.limit:
-            return value, False
-        self.total += 1
-        return encoded[: self.limit].decode("utf-8", "ignore"), True
-
-    def raw(self, value: bytes) -> tuple[bytes, bool]:
-        if len(value) <= self.limit:
-            return value, False
-        self.total += 1
-        return value[: self.limit], True
-
-
-def any_value(value: AnyValue, trunc: _Truncation, depth: int = 1) -> tuple[Any, bool]:
-    """Decode one AnyValue (every OTLP type) -> (python value, was anything truncated).
-
-    ``depth`` counts the arrays / key-value lists around ``value``; one nested deeper than
-    ``trunc.max_depth`` becomes None (counted as a truncation)."""
-    kind = value.WhichOneof("value")
-    if kind == "string_value":
-        return trunc.text(value.string_value)
-    if kind == "int_value":
-        return value.int_value, False
-    if kind == "bool_value":
-        return value.bool_value, False
-    if kind == "double_value":
-        return value.double_value, False
-    if kind == "bytes_value":
-        return trunc.raw(value.bytes_value)
-    if kind in ("array_value", "kvlist_value") and depth > trunc.max_depth:
-        trunc.total += 1
-        return None, True
-    if kind == "array_value":
-        out_list: list[Any] = []
-        cut = False
-        for item in value.array_value.values:
-            decoded, c = any_value(item, trunc, depth + 1)
-            out_list.append(decoded)
-            cut = cut or c
-        return out_list, cut
-    if kind == "kvlist_value":
-        out_map: dict[str, Any] = {}
-        cut = False
-        for kv in value.kvlist_value.values:
-            decoded, c = any_value(kv.value, trunc, depth + 1)
-            out_map[kv.key] = decoded
-            cut = cut or c
-        return out_map, cut
-    return None, False  # an empty AnyValue
-
-
-def attributes(kvs: Any, trunc: _Truncation) -> dict[str, Any]:
-    """Flat attribute mapping; keys whose value was truncated are listed under TRUNCATED."""
-    out: dict[str, Any] = {}
-    cut_keys: list[str] = []
-    short = trunc.limit // 4  # a string this long cannot be over the limit in UTF-8
-    kv: KeyValue
-    for kv in kvs:
-        key = kv.key
-        value = kv.value
-        # Hot path (most attributes are scalars): inlined, no call per value. A non-empty
-        # string_value can only be the oneof's string (saves WhichOneof for most values).
-        text = value.string_value
-        if text:
-            if len(text) > short:
-                text, cut = trunc.text(text)
-                if cut:
-                    cut_keys.append(key)
-            out[key] = text
-            continue
-        kind = value.WhichOneof("value")
-        if kind == "string_value":
-            out[key] = text
-        elif kind == "int_value":
-            out[key] = value.int_value
-        elif kind == "bool_value":
-            out[key] = value.bool_value
-        elif kind == "double_value":
-            out[key] = value.double_value
-        else:
-            decoded, cut = any_value(value, trunc)
-            out[key] = decoded
-            if cut:
-                cut_keys.append(key)
-    if cut_keys:
-        out[TRUNCATED_ATTRIBUTE] = cut_keys
-    return out
 
 
 # --- ids -------------------------------------------------------------------------------------
@@ -375,7 +165,7 @@ def _span_record(
 def decode_traces(
     request: ExportTraceServiceRequest, limits: DecodeLimits = DecodeLimits()
 ) -> DecodedTraces:
-    trunc = _Truncation(limits.max_attribute_bytes, limits.max_value_depth)
+    trunc = Truncation(limits.max_attribute_bytes, limits.max_value_depth)
     rejected = _Rejections()
     spans: list[SpanRecord] = []
     for rs in request.resource_spans:
@@ -449,13 +239,13 @@ def _key_problem(attrs: Mapping[str, Any], limits: DecodeLimits) -> str | None:
     return problem
 
 
-def _events(events: Any, trunc: _Truncation) -> tuple[SpanEvent, ...]:
+def _events(events: Any, trunc: Truncation) -> tuple[SpanEvent, ...]:
     return tuple(
         SpanEvent(e.name, e.time_unix_nano, attributes(e.attributes, trunc)) for e in events
     )
 
 
-def _links(links: Any, trunc: _Truncation) -> tuple[SpanLink, ...]:
+def _links(links: Any, trunc: Truncation) -> tuple[SpanLink, ...]:
     return tuple(
         SpanLink(lk.trace_id.hex(), lk.span_id.hex(), attributes(lk.attributes, trunc))
         for lk in links
@@ -479,7 +269,7 @@ def _optional_id(raw: bytes, size: int, what: str) -> tuple[str | None, str | No
 def decode_logs(
     request: ExportLogsServiceRequest, limits: DecodeLimits = DecodeLimits()
 ) -> DecodedLogs:
-    trunc = _Truncation(limits.max_attribute_bytes, limits.max_value_depth)
+    trunc = Truncation(limits.max_attribute_bytes, limits.max_value_depth)
     rejected = _Rejections()
     records: list[LogRecordData] = []
     for rl in request.resource_logs:

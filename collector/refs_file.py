@@ -1,4 +1,4 @@
-"""Reading reference-expectation files: YAML, JSON, or Ragas JSONL samples.
+"""Reference-expectation files: YAML, JSON, or Ragas JSONL samples, read and validated.
 
 A file holds expectations, each with an ``id``, ``reference_tool_calls`` (Ragas form: a list of
 ``{name, args}``, or groups of them as lists), and optionally ``user_input`` (a string or Ragas
@@ -8,23 +8,27 @@ expectations or a mapping ``{expectations: [...]}``; JSONL files have one Ragas 
 
 A file is accepted whole or not at all: every problem found is reported with where it is (line for
 JSONL and YAML, path such as ``expectations[3].reference_tool_calls[0].name`` for all).
+Reading records from the text is collector/refs_reading.py; the checks are here.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-
+from toolscore.collector.refs_reading import (
+    MAX_PROBLEMS,
+    Format,
+    Problem,
+    Reader,
+    Record,
+    RefsFileError,
+    Segment,
+    format_path,
+)
 from toolscore.storage.expectations import ExpectationData, normalize_user_input
-
-Format = Literal["yaml", "json", "jsonl"]
-Segment = str | int
 
 FORMATS_BY_SUFFIX: Mapping[str, Format] = {
     ".yaml": "yaml",
@@ -38,24 +42,6 @@ EXPECTATION_KEYS = ("id", "reference_tool_calls", "user_input", "metrics", "matc
 RAGAS_SAMPLE_KEYS = frozenset({"reference", "rubrics", "reference_topics"})
 MATCH_KEYS = ("conversation_id", "user_input")
 MESSAGE_TYPES = ("human", "ai", "tool")
-MAX_PROBLEMS = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    where: str  # "file:line: path" or "file: path"
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-class RefsFileError(ValueError):
-    """The file was rejected; ``problems`` says what is wrong and where (at most 20)."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 def format_for(path: Path) -> Format:
@@ -98,94 +84,14 @@ def parse_refs_text(
     return items
 
 
-@dataclass(frozen=True, slots=True)
-class _Record:
-    value: Any
-    prefix: tuple[Segment, ...]  # path of this expectation inside the document
-    line: int | None  # JSONL line of the record
-    locate: Callable[[tuple[Segment, ...]], int | None]  # YAML: line of a path
-
-
-def _no_lines(_path: tuple[Segment, ...]) -> int | None:
-    return None
-
-
-class _Checker:
+class _Checker(Reader):
     def __init__(self, source: str, metric_names: Collection[str] | None) -> None:
-        self.source = source
+        super().__init__(source)
         self.metric_names = metric_names
-        self.problems: list[Problem] = []
-
-    # --- reading ------------------------------------------------------------------------------
-
-    def fail(self, record: _Record | None, path: tuple[Segment, ...], message: str) -> None:
-        if len(self.problems) >= MAX_PROBLEMS:
-            return
-        line = None
-        if record is not None:
-            line = record.line if record.line is not None else record.locate(path)
-        where = self.source if line is None else f"{self.source}:{line}"
-        shown = _format_path(path)
-        self.problems.append(Problem(f"{where}: {shown}" if shown else where, message))
-
-    def jsonl_records(self, text: str) -> list[_Record]:
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                where = f"{self.source}:{number}"
-                self.problems.append(
-                    Problem(where, f"invalid JSON: {exc.msg} (column {exc.colno})")
-                )
-                continue
-            records.append(_Record(value, (), number, _no_lines))
-        return records
-
-    def document_records(self, text: str, fmt: Format) -> list[_Record]:
-        locate: Callable[[tuple[Segment, ...]], int | None] = _no_lines
-        try:
-            if fmt == "json":
-                document = json.loads(text)
-            else:
-                loader = _Loader(text)
-                try:
-                    node = loader.get_single_node()
-                    document = loader.construct_document(node) if node is not None else None
-                finally:
-                    loader.dispose()
-                locate = _yaml_locator(node)
-        except json.JSONDecodeError as exc:
-            self.problems.append(Problem(f"{self.source}:{exc.lineno}", f"invalid JSON: {exc.msg}"))
-            return []
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = self.source if mark is None else f"{self.source}:{mark.line + 1}"
-            problem = getattr(exc, "problem", None) or str(exc)
-            self.problems.append(Problem(where, f"invalid YAML: {problem}"))
-            return []
-        prefix: tuple[Segment, ...] = ()
-        if isinstance(document, dict) and "expectations" in document:
-            top = _Record(document, (), None, locate)
-            for key in document:
-                if key != "expectations":
-                    self.fail(top, (key,), "unknown top-level key (expected 'expectations')")
-            document, prefix = document["expectations"], ("expectations",)
-        if not isinstance(document, list):
-            top = _Record(document, (), None, locate)
-            self.fail(
-                top,
-                prefix,
-                "expected a list of expectations or a mapping with an 'expectations' list",
-            )
-            return []
-        return [_Record(v, (*prefix, i), None, locate) for i, v in enumerate(document)]
 
     # --- validation ---------------------------------------------------------------------------
 
-    def expectations(self, records: list[_Record]) -> list[ExpectationData]:
+    def expectations(self, records: list[Record]) -> list[ExpectationData]:
         items: list[ExpectationData] = []
         first_seen: dict[str, str] = {}
         for record in records:
@@ -193,7 +99,7 @@ class _Checker:
             item = self.expectation(record)
             if item is None or len(self.problems) > before:
                 continue
-            here = f"line {record.line}" if record.line else _format_path(record.prefix)
+            here = f"line {record.line}" if record.line else format_path(record.prefix)
             if item.id in first_seen:
                 self.fail(
                     record,
@@ -205,7 +111,7 @@ class _Checker:
             items.append(item)
         return items
 
-    def expectation(self, record: _Record) -> ExpectationData | None:
+    def expectation(self, record: Record) -> ExpectationData | None:
         value, p = record.value, record.prefix
         if not isinstance(value, dict):
             self.fail(record, p, f"expected a mapping, got {_kind(value)}")
@@ -235,7 +141,7 @@ class _Checker:
             return None
         return ExpectationData(ident, reference, user_input, metrics, match)
 
-    def reference(self, record: _Record, p: tuple[Segment, ...], value: Any) -> list[Any]:
+    def reference(self, record: Record, p: tuple[Segment, ...], value: Any) -> list[Any]:
         if not isinstance(value, list):
             self.fail(record, p, f"must be a list of tool calls, got {_kind(value)}")
             return []
@@ -259,7 +165,7 @@ class _Checker:
             self.scorer_check(record, p, calls)
         return calls
 
-    def call(self, record: _Record, p: tuple[Segment, ...], value: Any) -> Any:
+    def call(self, record: Record, p: tuple[Segment, ...], value: Any) -> Any:
         if not isinstance(value, dict):
             self.fail(record, p, f"expected a tool call {{name, args}}, got {_kind(value)}")
             return value
@@ -278,12 +184,12 @@ class _Checker:
         # A missing "args" means a call without arguments, written out as Ragas expects.
         return {"name": name, "args": args}
 
-    def scorer_check(self, record: _Record, p: tuple[Segment, ...], calls: list[Any]) -> None:
+    def scorer_check(self, record: Record, p: tuple[Segment, ...], calls: list[Any]) -> None:
         """The scorer's own parser has the last word on what a reference is."""
         from toolscore.scorer import parse_reference
 
         try:
-            parse_reference(calls, _format_path(p))
+            parse_reference(calls, format_path(p))
         except (ValueError, TypeError) as exc:
             # the scorer's message starts with the path we gave it
             line = record.line if record.line is not None else record.locate(p)
@@ -291,7 +197,7 @@ class _Checker:
             if len(self.problems) < MAX_PROBLEMS:
                 self.problems.append(Problem(where, str(exc)))
 
-    def user_input(self, record: _Record, p: tuple[Segment, ...], value: Any) -> None:
+    def user_input(self, record: Record, p: tuple[Segment, ...], value: Any) -> None:
         if isinstance(value, str):
             return
         if not isinstance(value, list):
@@ -315,9 +221,7 @@ class _Checker:
                         self.call(record, (*p, i, "tool_calls", j), call)
         self.json_values(record, p, value)
 
-    def metrics(
-        self, record: _Record, p: tuple[Segment, ...], value: Any
-    ) -> tuple[str, ...] | None:
+    def metrics(self, record: Record, p: tuple[Segment, ...], value: Any) -> tuple[str, ...] | None:
         if value is None:
             return None
         if not isinstance(value, list) or not value:
@@ -335,7 +239,7 @@ class _Checker:
                 )
         return tuple(v for v in value if isinstance(v, str))
 
-    def match(self, record: _Record, p: tuple[Segment, ...], value: Any) -> dict[str, Any] | None:
+    def match(self, record: Record, p: tuple[Segment, ...], value: Any) -> dict[str, Any] | None:
         if value is None:
             return None
         if not isinstance(value, dict) or not value:
@@ -361,7 +265,7 @@ class _Checker:
                 self.fail(record, (*p, "user_input"), "must be a non-blank string")
         return dict(value)
 
-    def json_values(self, record: _Record, p: tuple[Segment, ...], value: Any) -> None:
+    def json_values(self, record: Record, p: tuple[Segment, ...], value: Any) -> None:
         """Only what JSON can hold: YAML also has non-string keys, NaN, infinities, binary."""
         if isinstance(value, dict):
             for key, inner in value.items():
@@ -378,16 +282,6 @@ class _Checker:
             self.fail(record, p, f"unsupported value of type {type(value).__name__}")
 
 
-def _format_path(path: tuple[Segment, ...]) -> str:
-    out = ""
-    for segment in path:
-        if isinstance(segment, int):
-            out += f"[{segment}]"
-        else:
-            out += f".{segment}" if out else segment
-    return out
-
-
 def _not_a_string(value: Any) -> str:
     if isinstance(value, str):
         return "must not be blank"
@@ -401,41 +295,12 @@ def _kind(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps dates and times as the strings they were written as."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _yaml_locator(root: yaml.Node | None) -> Callable[[tuple[Segment, ...]], int | None]:
-    """Maps a path to the 1-based line of the deepest YAML node found along it."""
-
-    def locate(path: tuple[Segment, ...]) -> int | None:
-        if root is None:
-            return None
-        node, line = root, root.start_mark.line + 1
-        for segment in path:
-            child: yaml.Node | None = None
-            if isinstance(node, yaml.MappingNode):
-                for key_node, value_node in node.value:
-                    if key_node.value == segment:
-                        # the key's line: where "name:" is written, even for a nested value
-                        child, line = value_node, key_node.start_mark.line + 1
-                        break
-            elif (
-                isinstance(node, yaml.SequenceNode)
-                and isinstance(segment, int)
-                and 0 <= segment < len(node.value)
-            ):
-                child = node.value[segment]
-                line = child.start_mark.line + 1
-            if child is None:
-                break
-            node = child
-        return line
-
-    return locate
+__all__ = [
+    "FORMATS_BY_SUFFIX",
+    "Format",
+    "Problem",
+    "RefsFileError",
+    "format_for",
+    "load_refs_file",
+    "parse_refs_text",
+]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Counter
 
 from toolscore.collector.configuration import Option, positive_seconds, resolve
+from toolscore.storage.partitions import create_ahead
 from toolscore.storage.pruning import PruneLimits, PruneResult, prune
 
 if TYPE_CHECKING:
@@ -82,12 +83,14 @@ class RetentionMetrics:
 
 
 class RetentionComponent:
-    """Runs a pruning pass every ``interval_s`` in a worker thread (a ``Component`` of serve)."""
+    """Runs a pruning pass every ``interval_s`` in a worker thread (a ``Component`` of serve);
+    on partitioned PostgreSQL it first creates the coming days' partitions (also at start, and
+    also when spans are kept forever: ``retention_s`` None)."""
 
     def __init__(
         self,
         engine: Any,
-        retention_s: float,
+        retention_s: float | None,
         metrics: RetentionMetrics,
         *,
         interval_s: float = DEFAULT_INTERVAL_S,
@@ -114,7 +117,12 @@ class RetentionComponent:
             await self._task
 
     async def _run(self) -> None:
+        first = True
         while not self._stop.is_set():
+            if first:  # partitions for today at once: rows of a missing day go to DEFAULT
+                first = False
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(self._partitions_ahead)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval_s)
             if self._stop.is_set():
@@ -127,8 +135,17 @@ class RetentionComponent:
                     "span retention: pruning pass failed (retried in %.0f s)", self._interval_s
                 )
 
-    def run_once(self) -> PruneResult:
+    def _partitions_ahead(self) -> None:
+        with self._engine.begin() as conn:
+            created = create_ahead(conn, time.time_ns())
+        if created:
+            log.info("partitions created ahead: %s", ", ".join(created))
+
+    def run_once(self) -> PruneResult | None:
         started = time.monotonic()
+        self._partitions_ahead()
+        if self._retention_s is None:
+            return None
         result = prune(
             self._engine,
             cutoff_for(self._retention_s),
@@ -213,8 +230,11 @@ def retention_extension(options: RetentionOptions) -> ExtensionFactory:
     from toolscore.collector.app import Extension
 
     def build(ctx: AppContext) -> Extension:
-        if options.retention_s is None:
-            return Extension(summary={"retention": "spans kept forever"})
+        if options.retention_s is None:  # still creates PostgreSQL partitions ahead
+            keep = RetentionComponent(
+                ctx.engine, None, RetentionMetrics(ctx.metrics.registry), interval_s=3600.0
+            )
+            return Extension(components=[keep], summary={"retention": "spans kept forever"})
         component = RetentionComponent(
             ctx.engine,
             options.retention_s,

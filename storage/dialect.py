@@ -102,7 +102,8 @@ def insert_tuples_ignore_duplicates(
         return
     name = conn.dialect.name
     head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
-    tail = f" ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING"
+    target = f" ({', '.join(conflict_columns)})" if conflict_columns else ""  # (): any key
+    tail = f" ON CONFLICT{target} DO NOTHING"
     if name == "sqlite":
         # sqlite3's executemany reuses one prepared statement: already the fast way
         conn.exec_driver_sql(head + f"({', '.join('?' * len(columns))})" + tail, list(rows))

@@ -111,7 +111,9 @@ class Evaluation(Base):
     __table_args__ = (
         UniqueConstraint("conversation_id", "metric", "revision"),
         Index(None, "expectation_id", "created_at"),
-        Index(None, "is_current"),
+        # superseding a round's conversations' current rows: (is_current, id IN ...) lookups,
+        # not a walk of every current evaluation (migration 0009)
+        Index(None, "is_current", "conversation_id"),
         Index(None, "created_at"),
     )
 

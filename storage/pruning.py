@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine
 
 from toolscore.storage import retention as store
 from toolscore.storage.dialect import database_bytes, release_free_pages
+from toolscore.storage.partitions import drop_done
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class PruneLimits:
     rows_per_batch: int = 2000  # spans or log records per delete transaction
     vacuum_pages: int = 2048  # pages released per transaction (8 MiB at 4 KiB pages)
     pause_s: float = 0.002  # between transactions: lets a waiting ingest batch take the lock
+    marks_per_pass: int = 50_000  # conversations marked per pass (the rest: next pass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,21 +62,20 @@ def prune(
 ) -> PruneResult:
     """One pruning pass with ``cutoff_ns`` (Unix ns of arrival); returns what it deleted."""
     before = _size(engine)
-    conversations = spans = logs = 0
-    while stop is None or not stop.is_set():
-        with engine.connect() as conn:
-            ids = store.find_prunable(conn, cutoff_ns, limits.conversations_per_mark)
-        if not ids:
-            break
-        with engine.begin() as conn:
-            marked = store.mark(conn, ids, cutoff_ns)
-        if not marked:  # all taken meanwhile (ingest, a scorer, another server): next pass
-            break
-        s, lg = _delete(engine, marked, limits, progress)
+    marked = _mark_all(engine, cutoff_ns, limits, stop)
+    spans = logs = 0
+    if marked:
+        with engine.begin() as conn:  # PostgreSQL: whole days at once (storage/partitions.py)
+            spans, logs = drop_done(conn, cutoff_ns)
+        if progress is not None and spans + logs:
+            progress(spans + logs)
+    for start in range(0, len(marked), limits.conversations_per_mark):
+        group = marked[start : start + limits.conversations_per_mark]
+        s, lg = _delete(engine, group, limits, progress)
         spans, logs = spans + s, logs + lg
         with engine.begin() as conn:
-            store.finish(conn, marked, now())
-        conversations += len(marked)
+            store.finish(conn, group, now())
+    conversations = len(marked)
     logs += _batches(
         engine,
         limits,
@@ -92,6 +93,23 @@ def prune(
         after[0] if after else None,
         after[1] if after else None,
     )
+
+
+def _mark_all(
+    engine: Engine, cutoff_ns: int, limits: PruneLimits, stop: threading.Event | None
+) -> list[store.Marked]:
+    """Step 1 for every conversation eligible now (up to ``limits.marks_per_pass``)."""
+    marked: list[store.Marked] = []
+    after: tuple[int, str] | None = None
+    while (stop is None or not stop.is_set()) and len(marked) < limits.marks_per_pass:
+        with engine.connect() as conn:
+            found = store.find_prunable(conn, cutoff_ns, limits.conversations_per_mark, after)
+        if not found:
+            break
+        after = found[-1]
+        with engine.begin() as conn:
+            marked += store.mark(conn, [i for _, i in found], cutoff_ns)
+    return marked
 
 
 def _delete(

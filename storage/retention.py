@@ -95,16 +95,17 @@ def supported(conn: Connection) -> bool:
     return "pruned_through_ns" in {c["name"] for c in inspect(conn).get_columns("conversations")}
 
 
-def find_prunable(conn: Connection, cutoff_ns: int, limit: int) -> list[str]:
-    """Up to ``limit`` conversations whose telemetry may be deleted, oldest arrivals first."""
+def find_prunable(
+    conn: Connection, cutoff_ns: int, limit: int, after: tuple[int, str] | None = None
+) -> list[tuple[int, str]]:
+    """Up to ``limit`` (last arrival, id) of conversations whose telemetry may be deleted,
+    oldest arrivals first; ``after``: those that come after it in that order."""
     c = conversations.c
-    query = (
-        select(c.id)
-        .where(_eligible(cutoff_ns))
-        .order_by(c.last_span_received_ns, c.id)
-        .limit(limit)
-    )
-    return [str(x) for x in conn.execute(query).scalars()]
+    query = select(c.last_span_received_ns, c.id).where(_eligible(cutoff_ns))
+    if after is not None:
+        query = query.where(tuple_(c.last_span_received_ns, c.id) > tuple_(*after))
+    rows = conn.execute(query.order_by(c.last_span_received_ns, c.id).limit(limit)).all()
+    return [(int(n), str(i)) for n, i in rows]
 
 
 def _traces_of(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:

@@ -266,10 +266,12 @@ def store_telemetry(
 ) -> None:
     """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
     stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL)."""
+    # No conflict target: on partitioned PostgreSQL tables the unique keys also hold the
+    # partition key (storage/partitions.py); each table has one unique key besides log ids.
     insert_tuples_ignore_duplicates(
-        conn, spans_table, SPAN_COLUMNS, span_rows, ("trace_id", "span_id"), SPAN_JSON_COLUMNS
+        conn, spans_table, SPAN_COLUMNS, span_rows, (), SPAN_JSON_COLUMNS
     )
-    insert_ignore_duplicates(conn, log_records_table, log_rows, ("record_hash",))
+    insert_ignore_duplicates(conn, log_records_table, log_rows)
 
 
 # The columns a SpanRecord is rebuilt from, in _span_from_values's parameter order.

@@ -25,8 +25,12 @@ from toolscore.collector.commands._table import (
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
 from toolscore.collector.configuration import add_options
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.conversation_view import (
+    iso,
+    load_conversation,
+    recent_conversations,
+    why_unmatched,
+)
 from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED
 from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.pipeline.options import (
@@ -36,7 +40,7 @@ from toolscore.collector.pipeline.options import (
 from toolscore.collector.safe_text import json_safe, safe_lines
 
 if TYPE_CHECKING:
-    from toolscore.storage.database import Connection, Engine
+    from toolscore.storage.database import Engine
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -76,15 +80,6 @@ def _open(args: argparse.Namespace) -> Engine:
     return open_database(args, "conversations")
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _why_unmatched(row: Mapping[Any, Any]) -> str | None:
-    """Why the last scoring found no expectation (shown while the status is unmatched)."""
-    return row["unmatched_reason"] if row["status"] == "unmatched" else None
-
-
 def _expectation_label(row: Mapping[Any, Any]) -> str:
     if row["expectation_id"] is None:
         return "-"
@@ -95,41 +90,28 @@ def _expectation_label(row: Mapping[Any, Any]) -> str:
 
 
 def _conversations(args: argparse.Namespace) -> int:
-    from toolscore.storage import conversations as repo
-
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
     engine = _open(args)
     try:
         with engine.connect() as conn:
-            rows = repo.recent(conn, limit=args.limit, status=args.status)
-            scores = repo.current_scores(conn, [r["id"] for r in rows])
+            rows, metrics, by_conversation = recent_conversations(conn, args.limit, args.status)
     finally:
         engine.dispose()
-
-    metrics: list[str] = []  # in the order they were written: the scoring config's order
-    by_conversation: dict[str, dict[str, tuple[float | None, str | None]]] = {}
-    for found in scores:
-        if found.metric not in metrics:
-            metrics.append(found.metric)
-        by_conversation.setdefault(found.conversation_id, {})[found.metric] = (
-            found.score,
-            found.error,
-        )
 
     if args.json:
         out = [
             {
                 "id": r["id"],
                 "status": r["status"],
-                "first_seen_at": _iso(r["first_seen_at"]),
-                "last_span_at": _iso(r["last_span_at"]),
+                "first_seen_at": iso(r["first_seen_at"]),
+                "last_span_at": iso(r["last_span_at"]),
                 "revision": r["revision"],
-                "scored_at": _iso(r["scored_at"]),
+                "scored_at": iso(r["scored_at"]),
                 "expectation_id": r["expectation_id"],
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
-                "unmatched_reason": _why_unmatched(r),
+                "unmatched_reason": why_unmatched(r),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -156,10 +138,10 @@ def _conversations(args: argparse.Namespace) -> int:
         for r in rows
     ]
     headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
-    if any(_why_unmatched(r) for r in rows):  # the reason last: it is the widest column
+    if any(why_unmatched(r) for r in rows):  # the reason last: it is the widest column
         headers.append("WHY UNMATCHED")
         for line, r in zip(table, rows, strict=True):
-            line.append(_why_unmatched(r) or "")
+            line.append(why_unmatched(r) or "")
         print(render_table(headers, table, max_width=100))  # the whole of it: `show` has it all
         return 0
     print(render_table(headers, table))
@@ -174,7 +156,7 @@ def _show(args: argparse.Namespace) -> int:
     engine = _open(args)
     try:
         with engine.connect() as conn:
-            data = _load(
+            data = load_conversation(
                 conn,
                 args.conversation,
                 revision=args.revision,
@@ -192,97 +174,6 @@ def _show(args: argparse.Namespace) -> int:
     else:
         print(safe_lines(render_conversation(data)))
     return 0
-
-
-def _load(
-    conn: Connection,
-    conversation_id: str,
-    *,
-    revision: int | None,
-    messages: bool,
-    control_calls: ControlCalls = DEFAULT_CONTROL,
-) -> dict[str, Any] | None:
-    """What ``show`` prints: that revision's calls and scores (``None``: the current ones)."""
-    from toolscore.storage import conversations as repo
-    from toolscore.storage.expectations import get_version
-
-    row = repo.conversation(conn, conversation_id)
-    if row is None:
-        return None
-    calls = repo.revision_calls(conn, conversation_id, revision)
-    evals = repo.revision_evaluations(conn, conversation_id, revision)
-    # The expectation version the shown scores used (an earlier revision may have used another).
-    expectation: tuple[Any, Any] = (row["expectation_id"], row["expectation_version"])
-    if evals:
-        expectation = (evals[0]["expectation_id"], evals[0]["expectation_version"])
-    elif revision is not None and revision != row["revision"]:
-        expectation = (None, None)
-    reference = None
-    if expectation[0] is not None and expectation[1] is not None:
-        found = get_version(conn, expectation[0], expectation[1])
-        if found is not None:
-            reference = found.reference_tool_calls
-    data: dict[str, Any] = {
-        "conversation": {
-            k: _iso(v) if isinstance(v, datetime) else v
-            for k, v in row.items()
-            if k not in ("claimed_by", "claimed_until")
-        },
-        "tool_calls": [
-            {
-                k: c[k]
-                for k in (
-                    "revision",
-                    "position",
-                    "name",
-                    "arguments",
-                    "arguments_raw",
-                    "arguments_ok",
-                    "call_id",
-                    "trace_id",
-                    "span_id",
-                    "convention",
-                )
-            }
-            for c in calls
-        ],
-        "revision": revision,
-        "expectation": {"id": expectation[0], "version": expectation[1]},
-        "reference_tool_calls": reference,
-        "evaluations": [
-            {
-                "metric": e["metric"],
-                "metric_type": e["metric_type"],
-                "score": e["score"],
-                "error": e["error"],
-                "details": e["details"],
-                "revision": e["revision"],
-                "expectation_id": e["expectation_id"],
-                "expectation_version": e["expectation_version"],
-                "created_at": _iso(e["created_at"]),
-            }
-            for e in evals
-        ],
-    }
-    if messages:
-        data["messages"] = _messages(conn, conversation_id, control_calls=control_calls)
-    return data
-
-
-def _messages(
-    conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
-) -> list[dict[str, Any]] | None:
-    """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
-    from toolscore.collector.reconstruct import reconstruct
-    from toolscore.storage.conversations import trace_ids as traces_of
-    from toolscore.storage.telemetry import load_logs, load_spans
-
-    trace_ids = traces_of(conn, conversation_id)
-    spans = load_spans(conn, trace_ids) if trace_ids else []
-    if not spans:
-        return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
-    return [dict(m) for m in rebuilt.messages]
 
 
 def _flat_reference(reference: Any) -> list[str]:

@@ -13,6 +13,7 @@ awaits between a test and its update.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import logging
 import threading
@@ -38,6 +39,7 @@ class MemoryBudget:
         self._metrics = metrics
         self._retry_after_s = retry_after_s
         self._trim = _Trimmer()
+        self._waiters: list[asyncio.Future[None]] = []
 
     def reservation(self, transport: str) -> Reservation:
         return Reservation(self, transport)
@@ -59,9 +61,26 @@ class MemoryBudget:
         self.used += n
         self._metrics.memory_reserved.set(self.used)
 
+    async def room(self, n: int) -> None:
+        """Return once ``n`` bytes are free (``n`` is capped at the limit); the caller reserves
+        them before it awaits anything else. Cancel it (a timeout) to stop waiting."""
+        n = min(n, self.limit)
+        while self.used + n > self.limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
     def _give_back(self, n: int) -> None:
         self.used -= n
         self._metrics.memory_reserved.set(self.used)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:  # each checks again whether its room is there
+            if not waiter.done():
+                waiter.set_result(None)
         if n >= TRIM_AFTER_BYTES:
             self._trim.soon()
 
@@ -86,6 +105,13 @@ class Reservation:
             self.close()
             raise
         self.held += n
+
+    def shrink(self, n: int) -> None:
+        """Give back ``n`` of the bytes held (at most all of them)."""
+        n = min(n, self.held)
+        if n > 0:
+            self.held -= n
+            self._budget._give_back(n)
 
     def close(self) -> None:
         held, self.held = self.held, 0

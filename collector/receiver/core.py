@@ -137,8 +137,9 @@ class OtlpCore:
             parts: Iterator[wire.Chunk | Request] = wire.split(
                 body, signal == "logs", CHUNK_ITEMS, CHUNK_BYTES, self.budget.limit
             )
-            allowance = _first_allowance(len(body))
-            reservation.grow(allowance)
+            allowance = first_allowance(len(body))
+            # (a gRPC read may have reserved it already, with the message)
+            reservation.grow(len(body) + allowance - reservation.held)
         else:
             parts, allowance = await self._parsed_json(signal, body, reservation), 0
         del body  # the chunks keep what they need
@@ -223,7 +224,7 @@ def _parse(parse: Callable[[bytes], Request], body: bytes) -> tuple[Request, int
     return request, item_count(request)
 
 
-def _first_allowance(wire_bytes: int) -> int:
+def first_allowance(wire_bytes: int) -> int:
     """What the first chunk of a protobuf body of ``wire_bytes`` may cost (an item takes 2
     bytes at least); bigger items grow it (wire.py)."""
     return wire.chunk_cost(min(wire_bytes // 2, CHUNK_ITEMS), min(wire_bytes, CHUNK_BYTES))

@@ -21,10 +21,11 @@ still allows ~10 MB/s per call, more than ingest stores (benchmarks/bench_inflig
 A call counts against ``--max-concurrent-requests`` only once its message has arrived (issue 9,
 point 4): before that it waits for a read turn (read_gate.py: two at once, one per
 connection), and a message that does not arrive within ``grpc_read_timeout_s`` of its turn is
-answered UNAVAILABLE. The message's bytes then count against the in-flight memory budget
-(budget.py). Connections: at most ``grpc_streams_per_connection`` calls each (HTTP/2
-MAX_CONCURRENT_STREAMS; more wait on the client), closed after ``idle_timeout_s`` without a call
-(or without their HTTP/2 preface), and pinged every minute so that dead peers are dropped.
+answered UNAVAILABLE. In its turn, a call first waits for room in the in-flight memory budget
+(budget.py) for a message of the size limit, then is read (see ``_read``). Connections: at
+most ``grpc_streams_per_connection`` calls each (HTTP/2 MAX_CONCURRENT_STREAMS; more wait on
+the client), closed after ``idle_timeout_s`` without a call (or without their HTTP/2
+preface), and pinged every minute so that dead peers are dropped.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from toolscore.collector.errors import (
     status_for,
 )
 from toolscore.collector.metrics import Metrics
-from toolscore.collector.receiver.core import OtlpCore, Signal
+from toolscore.collector.receiver.budget import MemoryBusy, Reservation
+from toolscore.collector.receiver.core import OtlpCore, Signal, first_allowance
 from toolscore.collector.receiver.limits import ReceiverLimits
 from toolscore.collector.receiver.read_gate import ReadGate
 from toolscore.collector.settings import Listen
@@ -107,6 +109,10 @@ class GrpcReceiver:
         self._server = grpc.aio.server(options=server_options(max_request_bytes, limits))
         self._gate = ReadGate(limits.grpc_reads, limits.grpc_reads_per_connection, metrics)
         self._read_timeout_s = limits.grpc_read_timeout_s
+        # the message and its first chunk (core.py): once read, an admitted call is not refused
+        self._read_allowance = min(
+            max_request_bytes + first_allowance(max_request_bytes), limits.memory_budget_bytes
+        )
         handlers = {
             TRACE_SERVICE: {"Export": self._export_traces},
             LOGS_SERVICE: {"Export": self._export_logs},
@@ -195,31 +201,48 @@ class GrpcReceiver:
         self._core.check_auth(_metadata(context, "authorization"))
         self._core.check_slot("grpc")  # saturated: refused before the message is read
         with self._core.budget.reservation("grpc") as reservation:
-            data = await self._read(context)
+            data = await self._read(context, reservation)
             if data is None:
                 return b""
-            reservation.grow(len(data))
             with self._core.slot("grpc"):
                 response = await self._core.export(signal, data, "protobuf", "grpc", reservation)
         return bytes(response.SerializeToString())
 
-    async def _read(self, context: grpc.aio.ServicerContext[Any, Any]) -> bytes | None:
-        """The call's one message (as a unary call sends), read in its turn (read_gate.py).
+    async def _read(
+        self, context: grpc.aio.ServicerContext[Any, Any], reservation: Reservation
+    ) -> bytes | None:
+        """The call's one message (as a unary call sends), read in its turn (read_gate.py) once
+        the memory budget has room for a message of the size limit and its first chunk;
+        ``reservation`` then holds what the message needs of that (core.py).
 
+        Its size is known only once it is read, and what grpc core reads is not refused: a call
+        that had been read, then refused by the budget, cost its whole transfer and three copies
+        (grpcio hands a message over through a bytearray, on the event loop), and was sent again.
         Read through the context (not the iterator). None at EOF: grpc core already failed the
         call (message over the size limit: the client gets its RESOURCE_EXHAUSTED, whatever we
         return) or the client sent no message: an empty export, which succeeds (both
         responses' empty encoding is b"")."""
+        budget = self._core.budget
         async with self._gate.turn(context.peer()):
             try:
                 async with asyncio.timeout(self._read_timeout_s):
+                    await budget.room(self._read_allowance)
+                    reservation.grow(self._read_allowance)
                     data = await context.read()
             except TimeoutError:
-                self._metrics.slow_requests.labels("grpc").inc()
-                raise MessageTooSlow(
-                    f"request message did not arrive within {self._read_timeout_s:g} s",
+                if reservation.held:
+                    self._metrics.slow_requests.labels("grpc").inc()
+                    raise MessageTooSlow(
+                        f"request message did not arrive within {self._read_timeout_s:g} s",
+                        self._retry_after_s,
+                    ) from None
+                self._metrics.memory_refused.labels("grpc").inc()
+                raise MemoryBusy(
+                    "the server's in-flight memory budget is taken by other requests; retry later",
                     self._retry_after_s,
                 ) from None
+        size = len(data) if isinstance(data, bytes) else 0
+        reservation.shrink(reservation.held - size - first_allowance(size))
         return data if isinstance(data, bytes) else None
 
     def _refuse_if_closing(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import zlib
 
@@ -96,6 +97,38 @@ def test_the_budget_refuses_what_does_not_fit_and_gets_everything_back() -> None
         "toolscore_receiver_memory_refused_requests_total", {"transport": "grpc"}
     )
     assert refused == 1
+
+
+def test_a_wait_for_room_ends_when_enough_is_given_back() -> None:
+    """gRPC reads wait for room for a whole message before reading it (grpc_server.py)."""
+
+    async def scenario() -> list[str]:
+        budget = MemoryBudget(1000, Metrics(), retry_after_s=1.0)
+        held = budget.reservation("http")
+        held.grow(800)
+        events: list[str] = []
+
+        async def reader(n: int, name: str) -> None:
+            await budget.room(n)
+            budget.reservation("grpc").grow(n)  # nothing awaited between: it fits
+            events.append(name)
+
+        small = asyncio.create_task(reader(150, "small"))
+        big = asyncio.create_task(reader(5000, "capped at the limit"))
+        await asyncio.sleep(0.01)
+        assert events == ["small"]  # 150 fitted at once, the capped one waits for all 1000
+        held.shrink(300)  # 650 used: still no room for 1000
+        await asyncio.sleep(0.01)
+        assert not big.done()
+        held.close()
+        await asyncio.sleep(0.01)
+        assert not big.done()  # the small one still holds its 150
+        big.cancel()
+        await asyncio.gather(small, big, return_exceptions=True)
+        assert budget._waiters == []  # a cancelled wait leaves nothing behind
+        return events
+
+    assert asyncio.run(scenario()) == ["small"]
 
 
 def _inflate(body: bytes, encoding: str = "gzip", limit: int = 1 << 20, step: int = 7) -> bytes:

@@ -24,13 +24,18 @@ from toolscore.collector.rescoring import rescore
 from toolscore.collector.retention import parse_duration
 from toolscore.scorer import default_config
 from toolscore.storage import rescore as runs
-from toolscore.storage.dialect import insert_ignore_duplicates
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData, import_expectations
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 from toolscore.storage.pruning import PruneLimits, prune
-from toolscore.storage.telemetry import log_records_table, log_row, span_row, spans_table
+from toolscore.storage.telemetry import (
+    log_records_table,
+    log_row,
+    span_values,
+    spans_table,
+    store_telemetry,
+)
 
 DAY = 86_400 * NS
 T_OLD = 1_700_000_000 * NS  # 2023-11-14: received then
@@ -102,12 +107,9 @@ def store(
     engine: Engine, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData], at_ns: int
 ) -> None:
     with engine.begin() as conn:
-        insert_ignore_duplicates(
-            conn, spans_table, [span_row(s, at_ns) for s in spans], ("trace_id", "span_id")
-        )
-        insert_ignore_duplicates(
-            conn, log_records_table, [log_row(r, at_ns) for r in logs], ("record_hash",)
-        )
+        cache: dict[int, str] = {}
+        rows = [span_values(s, at_ns, cache) for s in spans]
+        store_telemetry(conn, rows, [log_row(r, at_ns) for r in logs])
         assign_spans(
             conn,
             spans,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -23,12 +24,28 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
+_PARTITION = re.compile(r"^(spans|log_records)_(p\d{8}|default)")
+
+
+def _not_a_partition(obj: Any, name: str | None, kind: str, *_: Any) -> bool:
+    """PostgreSQL's day partitions of spans and log_records (migration 0008) are not models."""
+    table = name if kind == "table" else getattr(getattr(obj, "table", None), "name", "")
+    return not _PARTITION.match(table or "")
+
+
 def _schema_diff(url: str) -> list[Any]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
-            return list(compare_metadata(ctx, metadata))
+            opts = {"compare_type": True, "include_object": _not_a_partition}
+            ctx = MigrationContext.configure(conn, opts=opts)
+            diff = list(compare_metadata(ctx, metadata))
+            if conn.dialect.name == "postgresql":
+                # partitioned tables: unique keys hold the partition key (storage/partitions.py)
+                diff = [
+                    d for d in diff if getattr(d[1], "name", "") != "uq_log_records_record_hash"
+                ]
+            return diff
     finally:
         engine.dispose()
 
