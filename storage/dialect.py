@@ -41,6 +41,11 @@ def concurrent_writers(backend: str) -> bool:
     return backend == "postgresql"
 
 
+def supports_partitions(conn: Connection) -> bool:
+    """PostgreSQL can partition a table (``storage/partitions.py``); SQLite cannot."""
+    return conn.dialect.name == "postgresql"
+
+
 def one_writer(conn: Connection) -> bool:
     """SQLite: one write transaction at a time, so what a transaction read stays current and no
     row locks are needed."""
