@@ -41,11 +41,6 @@ def concurrent_writers(backend: str) -> bool:
     return backend == "postgresql"
 
 
-def supports_partitions(conn: Connection) -> bool:
-    """PostgreSQL can partition a table (``storage/partitions.py``); SQLite cannot."""
-    return conn.dialect.name == "postgresql"
-
-
 def one_writer(conn: Connection) -> bool:
     """SQLite: one write transaction at a time, so what a transaction read stays current and no
     row locks are needed."""
@@ -260,3 +255,8 @@ def release_free_pages(conn: Connection, pages: int) -> int:
         conn.exec_driver_sql("PRAGMA incremental_vacuum(1)")
     after = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
     return before - after
+
+
+def can_partition(conn: Connection) -> bool:
+    """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
+    return conn.dialect.name == "postgresql"
