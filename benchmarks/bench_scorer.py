@@ -223,11 +223,29 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     n, runs = args.samples, args.runs
-
-    from toolscore.scorer import default_config, parse_sample
-
     samples = make_samples(n)
     # The command first, while this process is still small (its children's RSS is measured).
+    cli, stages = _command_runs(samples, runs)
+    rows, results = _core_rows(samples, runs)
+    peer_rows, peer_results = _ragas_rows(samples, runs)
+    rows += peer_rows
+    results.update(peer_results)
+    rows.append(("toolscore score (CLI, default)", cli["default"][0]))
+    rows.append(("toolscore score --jobs 1 (CLI)", cli["one"][0]))
+    rows.append(("toolscore score --jobs 2 (CLI)", cli["two"][0]))
+    rows.append(("toolscore score --no-details (CLI)", cli["bare"][0]))
+    reference_scores = results["toolscore core (value)"]
+    for label, scores in results.items():
+        if scores != reference_scores:
+            print(f"MISMATCH: {label} disagrees with toolscore on some samples", file=sys.stderr)
+    _report(n, runs, rows, cli, stages)
+    return 0
+
+
+def _command_runs(
+    samples: list[dict[str, Any]], runs: int
+) -> tuple[dict[str, CliResult], list[tuple[str, float]]]:
+    """``toolscore score`` on the samples in its variants, and where one process's time goes."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "samples.jsonl"
         path.write_text("".join(json.dumps(s) + "\n" for s in samples))
@@ -249,13 +267,21 @@ def main() -> int:
             runs,
             env,
         )
-        startup, one = cli["startup"][0], cli["one"][0]
-        stages = breakdown(path.read_bytes(), runs)
+        return cli, breakdown(path.read_bytes(), runs)
+
+
+Rows = list[tuple[str, Timing]]
+Results = dict[str, list[float | None]]
+
+
+def _core_rows(samples: list[dict[str, Any]], runs: int) -> tuple[Rows, Results]:
+    """toolscore's metric in this process: its value alone, and with its details."""
+    from toolscore.scorer import default_config, parse_sample
 
     parsed = [parse_sample(s) for s in samples]
     accuracy = default_config().instances["tool_call_accuracy"]
-    rows: list[tuple[str, Timing]] = []
-    results: dict[str, list[float | None]] = {}
+    rows: Rows = []
+    results: Results = {}
 
     def core_value() -> list[float | None]:
         return [accuracy.value(s.predicted_tool_calls, s.reference_tool_calls) for s in parsed]
@@ -271,7 +297,11 @@ def main() -> int:
     ):
         seconds, results[label] = timed(fn, runs)
         rows.append((label, seconds))
+    return rows, results
 
+
+def _ragas_rows(samples: list[dict[str, Any]], runs: int) -> tuple[Rows, Results]:
+    """The peer: Ragas's legacy and collections ToolCallAccuracy (none when not importable)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -281,51 +311,49 @@ def main() -> int:
             from ragas.metrics.collections import ToolCallAccuracy as CollectionsAccuracy
     except Exception as exc:
         print(f"Ragas not importable ({exc}); comparing toolscore only", file=sys.stderr)
-    else:
-        warnings.simplefilter("ignore")
-        ragas_samples = [MultiTurnSample(**s) for s in samples]
-        legacy = LegacyAccuracy()
-        loop = asyncio.new_event_loop()
+        return [], {}
+    warnings.simplefilter("ignore")
+    ragas_samples = [MultiTurnSample(**s) for s in samples]
+    legacy = LegacyAccuracy()
+    loop = asyncio.new_event_loop()
 
-        def run_legacy() -> list[float | None]:
-            return [
-                loop.run_until_complete(legacy._multi_turn_ascore(s, None)) for s in ragas_samples
-            ]
+    def run_legacy() -> list[float | None]:
+        return [loop.run_until_complete(legacy._multi_turn_ascore(s, None)) for s in ragas_samples]
 
-        kinds = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
-        built = [
-            (
-                [kinds[m["type"]](**m) for m in s["user_input"]],
-                [ToolCall(**c) for c in s["reference_tool_calls"]],
-            )
-            for s in samples
+    kinds = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage}
+    built = [
+        (
+            [kinds[m["type"]](**m) for m in s["user_input"]],
+            [ToolCall(**c) for c in s["reference_tool_calls"]],
+        )
+        for s in samples
+    ]
+    collections = CollectionsAccuracy()
+
+    def run_collections() -> list[float | None]:
+        return [
+            drive(collections.ascore(user_input=u, reference_tool_calls=r)).value for u, r in built
         ]
-        collections = CollectionsAccuracy()
 
-        def run_collections() -> list[float | None]:
-            return [
-                drive(collections.ascore(user_input=u, reference_tool_calls=r)).value
-                for u, r in built
-            ]
+    rows: Rows = []
+    results: Results = {}
+    for label, fn in (
+        ("ragas.metrics.ToolCallAccuracy", run_legacy),
+        ("ragas collections ToolCallAccuracy", run_collections),
+    ):
+        seconds, results[label] = timed(fn, max(1, runs if "collections" in label else 3))
+        rows.append((label, seconds))
+    return rows, results
 
-        for label, fn in (
-            ("ragas.metrics.ToolCallAccuracy", run_legacy),
-            ("ragas collections ToolCallAccuracy", run_collections),
-        ):
-            seconds, results[label] = timed(fn, max(1, runs if "collections" in label else 3))
-            rows.append((label, seconds))
 
-    rows.append(("toolscore score (CLI, default)", cli["default"][0]))
-    rows.append(("toolscore score --jobs 1 (CLI)", one))
-    rows.append(("toolscore score --jobs 2 (CLI)", cli["two"][0]))
-    rows.append(("toolscore score --no-details (CLI)", cli["bare"][0]))
-
-    reference_scores = results["toolscore core (value)"]
-    for label, scores in results.items():
-        same = scores == reference_scores
-        if not same:
-            print(f"MISMATCH: {label} disagrees with toolscore on some samples", file=sys.stderr)
-
+def _report(
+    n: int,
+    runs: int,
+    rows: Rows,
+    cli: dict[str, CliResult],
+    stages: list[tuple[str, float]],
+) -> None:
+    startup, one = cli["startup"][0], cli["one"][0]
     print(
         f"{n:,} samples x 3 calls, median of {runs} runs; {platform.machine()}, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
@@ -361,7 +389,6 @@ def main() -> int:
         f"(the largest of 2 processes); this process {own:.0f} MiB (Ragas, its pydantic samples "
         "and ours)"
     )
-    return 0
 
 
 if __name__ == "__main__":

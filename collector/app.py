@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolscore.collector.decode import DecodeLimits
-from toolscore.collector.failure import Failure
+from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
 from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
-from toolscore.collector.settings import Listen, Settings
+from toolscore.collector.settings import CONFIG, Listen, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
@@ -139,6 +139,10 @@ def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
 
 class StartupError(Failure, RuntimeError):
     """The service cannot start (database unreachable, port in use, bad config file...)."""
+
+
+class ConfigFileError(StartupError, UsageError):
+    """The scoring configuration file is invalid: a usage error (exit status 2)."""
 
 
 class App:
@@ -350,7 +354,7 @@ def _load_scoring_config(settings: Settings) -> Any | None:
     try:
         return load_config(settings.config_path)
     except Exception as exc:
-        raise StartupError(f"--config {settings.config_path}: {exc}") from exc
+        raise ConfigFileError(f"{CONFIG.names()}: {settings.config_path}: {exc}") from exc
 
 
 # Decoded telemetry is acyclic and freed by reference counting, yet every span allocates

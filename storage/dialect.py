@@ -234,3 +234,8 @@ def release_free_pages(conn: Connection, pages: int) -> int:
         conn.exec_driver_sql("PRAGMA incremental_vacuum(1)")
     after = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
     return before - after
+
+
+def can_partition(conn: Connection) -> bool:
+    """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
+    return conn.dialect.name == "postgresql"

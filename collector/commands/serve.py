@@ -63,5 +63,5 @@ def handle(args: argparse.Namespace) -> int:
             raise  # cli.run prints it and exits 1
         # a shipper reads every line as JSON
         logging.getLogger("toolscore.serve").error("toolscore serve: %s", exc)
-        return 1
+        return exc.status
     return 0

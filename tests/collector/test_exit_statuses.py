@@ -53,6 +53,12 @@ CASES: list[tuple[str, dict[str, str], int, str]] = [
         "--pass-threshold / TOOLSCORE_PASS_THRESHOLDS: expected METRIC=VALUE with VALUE in [0, 1]",
     ),
     ("serve", {"TOOLSCORE_DB": "mysql://h/d"}, 2, "toolscore serve: --db / TOOLSCORE_DB: "),
+    (
+        "serve --db {DB} --config {TMP}/bad-config.yaml",
+        {},
+        2,
+        "toolscore serve: --config / TOOLSCORE_CONFIG: ",
+    ),
     ("db upgrade --db mysql://h/d", {}, 2, "toolscore db upgrade: --db / TOOLSCORE_DB: "),
     ("refs list --db sqlite:///{TMP}/none.db", {}, 1, "toolscore refs list: no database at"),
     ("refs list --db mysql://h/d", {}, 2, "toolscore refs list: --db / TOOLSCORE_DB: "),
@@ -77,6 +83,7 @@ CASES: list[tuple[str, dict[str, str], int, str]] = [
 def place(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     tmp = tmp_path_factory.mktemp("statuses")
     (tmp / "bad.yaml").write_text("expectations:\n  - id: x\n")
+    (tmp / "bad-config.yaml").write_text("metrics:\n  a:\n    type: no_such_metric\n")
     db = f"sqlite:///{tmp / 'toolscore.db'}"
     done = _run(f"refs import {REFS} --db {db}", {}, {})
     assert done.returncode == 0, done.stderr
