@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, bindparam, case, false, null, select, true
+from sqlalchemy import Boolean, Connection, and_, bindparam, case, false, null, select, true
 
-from toolscore.storage.dialect import bulk_insert, supports_skip_locked
+from toolscore.storage.dialect import bulk_insert, lock_for_write
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
 
@@ -38,6 +38,7 @@ class Revision:
     calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
+    warning: str | None = None  # tool-like spans from which no call was rebuilt
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
@@ -45,15 +46,10 @@ def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) ->
     and read their current revisions."""
     c = conversations.c
     owner = c.claimed_by == claimed_by if claimed_by is not None else true()
-    if supports_skip_locked(conn):
-        # PostgreSQL: a row lock that writes no new row version (with autovacuum slow or off,
-        # every extra version of a hot row slows the claim queries down).
-        pick = select(c.id, c.revision).where(c.id.in_(ids), owner).with_for_update()
-        return {i: r for i, r in conn.execute(pick)}
-    # SQLite: the first statement is a write, so the transaction takes the write lock before
-    # anything is read (a read first could be upgraded too late and fail with SQLITE_BUSY).
-    lock = conversations.update().where(c.id.in_(ids), owner).values(revision=c.revision)
-    return {i: r for i, r in conn.execute(lock.returning(c.id, c.revision))}
+    rows = lock_for_write(
+        conn, conversations, [c.id, c.revision], and_(c.id.in_(ids), owner), c.revision
+    )
+    return {i: r for i, r in rows}
 
 
 def write_revisions(
@@ -122,6 +118,7 @@ def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None)
         "b_first_user_message": x.first_user_message,
         "b_error": x.error,
         "b_unmatched_reason": x.unmatched_reason,
+        "b_warning": x.warning,
         "b_seen": seen if seen is not None else -1,
         "b_release": seen is not None,
     }
@@ -142,6 +139,7 @@ def _update_conversation() -> Any:
             first_user_message=bindparam("b_first_user_message"),
             error=bindparam("b_error"),
             unmatched_reason=bindparam("b_unmatched_reason"),
+            warning=bindparam("b_warning"),
             claimed_by=case((release, null()), else_=c.claimed_by),
             claimed_until=case((release, null()), else_=c.claimed_until),
             # A span that arrived while we scored keeps the conversation pending.
