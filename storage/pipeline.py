@@ -76,7 +76,7 @@ class Conversation(Base):
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.
         # Partial: only pending rows (the claims ask for needs_scoring = true), so it stays small
-        # and a query for done conversations cannot walk it (migration 0010).
+        # and a query for done conversations cannot walk it (migration 0011).
         Index(
             None,
             "needs_scoring",

@@ -1,7 +1,7 @@
 """the pending-conversations index is partial: only rows with needs_scoring
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 
 ``(needs_scoring, last_span_received_ns)`` serves the claims, which ask only for conversations
 waiting to be scored. Over every row, SQLite's planner also took it for queries about *done*
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
