@@ -237,7 +237,11 @@ class RunFigures:
 
 
 def run_toolscore(
-    db_url: str, payloads: Sequence[bytes], concurrency: int, label: str
+    db_url: str,
+    payloads: Sequence[bytes],
+    concurrency: int,
+    label: str,
+    page_size: int | None = None,
 ) -> RunFigures:
     from sqlalchemy import func, select
 
@@ -246,6 +250,12 @@ def run_toolscore(
     from toolscore.storage.telemetry import spans_table
 
     upgrade(db_url)
+    if page_size is not None:  # the A/B peer: the same empty tables with other SQLite pages
+        with sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None) as db:
+            for pragma in ("journal_mode=DELETE", f"page_size={page_size}", "journal_mode=WAL"):
+                db.execute(f"PRAGMA {pragma}")
+                if pragma.startswith("page_size"):
+                    db.execute("VACUUM")
     workdir = tempfile.mkdtemp(prefix="toolscore-bench-")
     port = _free_port()
     proc = subprocess.Popen(
@@ -346,20 +356,8 @@ def _drop_postgres(url: str, admin_url: str) -> None:
     engine.dispose()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spans", type=int, default=100_352, help="spans per toolscore run")
-    parser.add_argument("--concurrency", type=int, default=16, help="concurrent exporters")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", metavar="URL", help="server URL; a fresh database per run")
-    parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
-    parser.add_argument("--phoenix-spans", type=int, default=5_120)
-    parser.add_argument("--phoenix-timeout", type=float, default=600)
-    parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
-    args = parser.parse_args(argv)
-
-    sample = build_requests(BATCH * 4, run=0)
-    span_bytes = sum(map(len, sample)) / (BATCH * 4)
+def _run_all(args: argparse.Namespace) -> list[RunFigures]:
+    """Every run of every system asked for, in the order run."""
     results: list[RunFigures] = []
     for run in range(args.runs):
         payloads = build_requests(args.spans, run=run + 1)
@@ -370,6 +368,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             print(results[-1], flush=True)
+        if args.sqlite_page_size:
+            with tempfile.TemporaryDirectory() as tmp:
+                label = f"toolscore (sqlite, {args.sqlite_page_size}-byte pages)"
+                results.append(
+                    run_toolscore(
+                        f"sqlite:///{tmp}/bench.db",
+                        payloads,
+                        args.concurrency,
+                        label,
+                        page_size=args.sqlite_page_size,
+                    )
+                )
+                print(results[-1], flush=True)
         if args.postgres:
             url = _fresh_postgres(args.postgres)
             try:
@@ -383,6 +394,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             small = build_requests(args.phoenix_spans, run=100 + run)
             results.append(run_phoenix(args.phoenix, small, args.concurrency, args.phoenix_timeout))
             print(results[-1], flush=True)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=100_352, help="spans per toolscore run")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent exporters")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", metavar="URL", help="server URL; a fresh database per run")
+    parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
+    parser.add_argument("--phoenix-spans", type=int, default=5_120)
+    parser.add_argument("--phoenix-timeout", type=float, default=600)
+    parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
+    parser.add_argument(
+        "--sqlite-page-size",
+        type=int,
+        metavar="BYTES",
+        help="also measure SQLite files with this page size (A/B against the default)",
+    )
+    args = parser.parse_args(argv)
+
+    sample = build_requests(BATCH * 4, run=0)
+    span_bytes = sum(map(len, sample)) / (BATCH * 4)
+    results = _run_all(args)
 
     machine = platform.processor() or platform.machine()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -46,17 +46,16 @@ def config_hash(config: Any) -> str:
 
 
 def resolve_config(
-    flag: str | None, environ: Mapping[str, str], recorded: Callable[[], Mapping[str, Any]]
+    path: str | None, given_as: str, recorded: Callable[[], Mapping[str, Any]]
 ) -> tuple[Any, str]:
-    """The scoring configuration and where it came from: ``--config``, then
-    ``TOOLSCORE_CONFIG``, then the instances the server recorded, then the Ragas defaults."""
+    """The scoring configuration and where it came from: the file ``path`` (from ``--config``
+    or ``TOOLSCORE_CONFIG``, which ``given_as`` names), else the instances the server
+    recorded, else the Ragas defaults."""
     from toolscore.scorer import default_config, load_config, parse_config
 
-    if flag:
-        return load_config(flag), f"--config {flag}"
-    if environ.get("TOOLSCORE_CONFIG"):
-        path = environ["TOOLSCORE_CONFIG"]
-        return load_config(path), f"TOOLSCORE_CONFIG={path}"
+    if path:
+        where = f"--config {path}" if given_as.startswith("--") else f"{given_as}={path}"
+        return load_config(path), where
     instances = recorded()
     if instances:
         config = parse_config({"metrics": dict(instances)})

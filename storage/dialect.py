@@ -2,8 +2,9 @@
 
 ``insert_ignore_duplicates`` and ``upsert`` build ``INSERT ... ON CONFLICT`` for SQLite and
 PostgreSQL, so idempotent writes read the same in every caller; ``insert_for`` gives the dialect
-``INSERT`` for ``ON CONFLICT`` with expressions in ``SET``. ``supports_skip_locked`` and
-``one_writer`` say how concurrent transactions are kept apart (row locks or SQLite's one writer).
+``INSERT`` for ``ON CONFLICT`` with expressions in ``SET``. ``skip_locked`` and
+``lock_for_write`` lock rows (PostgreSQL row locks; SQLite's one write lock), ``one_writer`` says
+whether a transaction needs row locks at all.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table
+from sqlalchemy import Column, Connection, Select, Table, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ColumnElement
 
 
 def insert_for(conn: Connection, table: Table) -> Any:
@@ -24,11 +26,6 @@ def insert_for(conn: Connection, table: Table) -> Any:
     if name == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"unsupported dialect {name!r}")
-
-
-def supports_skip_locked(conn: Connection) -> bool:
-    """PostgreSQL claims rows with ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time."""
-    return conn.dialect.name == "postgresql"
 
 
 def backend_name(url: str) -> str:
@@ -180,14 +177,38 @@ def _copy_ignore_duplicates(
         cursor.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {staging}" + on_conflict)
 
 
-def skip_locked(conn: Connection, query: Select[Any]) -> Select[Any]:
-    """``query`` locking the rows it returns for this transaction, without waiting for rows
-    another transaction holds (PostgreSQL ``FOR UPDATE SKIP LOCKED``: those are skipped).
-    SQLite has no row locks: the caller's transaction must already hold the write lock (begin
-    with a write) or accept that the rows may change before it writes."""
+def skip_locked(conn: Connection, query: Select[Any], of: Table | None = None) -> Select[Any]:
+    """``query`` locking the rows it returns (of table ``of`` only, when given) for this
+    transaction, without waiting for rows another transaction holds (PostgreSQL ``FOR UPDATE
+    SKIP LOCKED``: those are skipped). SQLite has no row locks: the caller's transaction must
+    already hold the write lock (begin with a write) or accept that the rows may change before
+    it writes."""
     if conn.dialect.name == "postgresql":
-        return query.with_for_update(skip_locked=True)
+        return query.with_for_update(skip_locked=True, of=of)
     return query
+
+
+def lock_for_write(
+    conn: Connection,
+    table: Table,
+    columns: Sequence[ColumnElement[Any]],
+    where: ColumnElement[bool],
+    touch: Column[Any],
+) -> Sequence[tuple[Any, ...]]:
+    """Lock the rows of ``table`` that ``where`` selects until the caller's transaction ends and
+    read their ``columns``. PostgreSQL: ``SELECT ... FOR UPDATE``, a row lock that writes no new
+    row version (with autovacuum slow or off, every extra version of a hot row slows the claim
+    queries down). SQLite: ``UPDATE`` setting ``touch`` to itself ``RETURNING`` the columns, so
+    the transaction takes the write lock before anything is read (a read first could be
+    upgraded too late and fail with SQLITE_BUSY)."""
+    if conn.dialect.name == "postgresql":
+        return _rows(conn.execute(select(*columns).where(where).with_for_update()).all())
+    stmt = table.update().where(where).values({touch.name: touch}).returning(*columns)
+    return _rows(conn.execute(stmt).all())
+
+
+def _rows(rows: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
+    return rows  # Row unpacks like a tuple; typed so for the callers
 
 
 def take_write_lock(conn: Connection) -> None:
@@ -234,3 +255,8 @@ def release_free_pages(conn: Connection, pages: int) -> int:
         conn.exec_driver_sql("PRAGMA incremental_vacuum(1)")
     after = int(conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())
     return before - after
+
+
+def can_partition(conn: Connection) -> bool:
+    """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
+    return conn.dialect.name == "postgresql"

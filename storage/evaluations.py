@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, bindparam, case, false, null, select, true
+from sqlalchemy import Boolean, Connection, and_, bindparam, case, false, null, select, true
 
-from toolscore.storage.dialect import bulk_insert, supports_skip_locked
+from toolscore.storage.dialect import bulk_insert, lock_for_write
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
 
@@ -45,15 +45,10 @@ def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) ->
     and read their current revisions."""
     c = conversations.c
     owner = c.claimed_by == claimed_by if claimed_by is not None else true()
-    if supports_skip_locked(conn):
-        # PostgreSQL: a row lock that writes no new row version (with autovacuum slow or off,
-        # every extra version of a hot row slows the claim queries down).
-        pick = select(c.id, c.revision).where(c.id.in_(ids), owner).with_for_update()
-        return {i: r for i, r in conn.execute(pick)}
-    # SQLite: the first statement is a write, so the transaction takes the write lock before
-    # anything is read (a read first could be upgraded too late and fail with SQLITE_BUSY).
-    lock = conversations.update().where(c.id.in_(ids), owner).values(revision=c.revision)
-    return {i: r for i, r in conn.execute(lock.returning(c.id, c.revision))}
+    rows = lock_for_write(
+        conn, conversations, [c.id, c.revision], and_(c.id.in_(ids), owner), c.revision
+    )
+    return {i: r for i, r in rows}
 
 
 def write_revisions(

@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, UtcDateTime
-from toolscore.storage.dialect import insert_ignore_duplicates, supports_skip_locked, upsert
+from toolscore.storage.dialect import insert_ignore_duplicates, skip_locked, upsert
 from toolscore.storage.pipeline import evaluations
 
 DEFAULT_PASS_THRESHOLD = 1.0
@@ -154,8 +154,7 @@ def claim_batch(
         .order_by(x.c.next_attempt_at, x.c.evaluation_id)
         .limit(limit)
     )
-    if supports_skip_locked(conn):
-        query = query.with_for_update(of=x, skip_locked=True)
+    query = skip_locked(conn, query, of=evaluation_exports)
     rows = conn.execute(query).mappings().all()
     if not rows:
         return []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, case, func, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolscore.storage.dialect import supports_skip_locked
+from toolscore.storage.dialect import skip_locked
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 
@@ -82,8 +82,7 @@ def claim_ready(
     """Claim up to ``limit`` ready conversations for ``worker_id`` (caller commits)."""
     c = conversations.c
     pick = select(c.id).where(_ready(now_ns, ready)).order_by(c.last_span_received_ns).limit(limit)
-    if supports_skip_locked(conn):
-        pick = pick.with_for_update(skip_locked=True)
+    pick = skip_locked(conn, pick)
     stmt = (
         conversations.update()
         .where(c.id.in_(pick.scalar_subquery()))

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
+from toolscore.storage.dialect import can_partition
+
 DAY_NS = 86_400 * 1_000_000_000
 TABLES = {"spans": "start_ns", "log_records": "time_ns"}  # table -> partition key
 DDL_LOCK_TIMEOUT = "200ms"  # the longest ingest may wait for a partition created or dropped
@@ -50,7 +52,7 @@ def day_start(ns: int) -> int:
 
 def partitioned(conn: Connection, table: str = "spans") -> bool:
     """Whether ``table`` is a partitioned table (PostgreSQL after migration 0008)."""
-    if conn.dialect.name != "postgresql":
+    if not can_partition(conn):
         return False
     found = conn.execute(
         text(

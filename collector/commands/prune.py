@@ -19,7 +19,7 @@ from toolscore.collector.commands.common import (
     database_url,
     open_database,
 )
-from toolscore.collector.failure import UsageError
+from toolscore.collector.failure import Failure, UsageError
 
 PROG = "toolscore prune"
 
@@ -98,8 +98,7 @@ def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
 
     with engine.connect() as conn:
         if not supported(conn):
-            print(f"{PROG}: the database predates retention: run `toolscore db upgrade`")
-            return 1
+            raise Failure("the database predates retention: run `toolscore db upgrade`")
         planned = plan(conn, cutoff_ns)
     before = dt.datetime.fromtimestamp(cutoff_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     what = (

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import IO, Any
 
 from toolscore.collector.commands.common import (
@@ -20,10 +21,11 @@ from toolscore.collector.commands.common import (
     open_database,
 )
 from toolscore.collector.commands.report import parse_date
-from toolscore.collector.configuration import add_options
+from toolscore.collector.configuration import add_options, resolve_one
 from toolscore.collector.failure import UsageError
 from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
 from toolscore.collector.rescoring import RunError, rescore, resolve_config, start_run
+from toolscore.collector.settings import CONFIG as SERVE_CONFIG
 
 
 def register(subparsers: Any) -> None:
@@ -36,13 +38,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--since", type=parse_date, metavar="DATE", help="only conversations active since DATE"
     )
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help="scoring configuration file (env TOOLSCORE_CONFIG; default: the metric instances "
-        "the server recorded in the database, else the Ragas defaults)",
-    )
-    add_options(parser, CONTROL_CALLS_OPTIONS)
+    add_options(parser, [CONFIG, *CONTROL_CALLS_OPTIONS])
     parser.add_argument("--resume", metavar="RUN", help="continue an interrupted run")
     parser.add_argument(
         "--force", action="store_true", help="write a new revision even when nothing changed"
@@ -69,6 +65,20 @@ class ProgressBar:
         self._stream.flush()
 
 
+# The scoring configuration is --config, else TOOLSCORE_CONFIG, else what the server recorded.
+CONFIG = replace(
+    SERVE_CONFIG,
+    parse=str,
+    shown_default="the metric instances the server recorded in the database, else the Ragas "
+    "defaults",
+)
+
+
+def _given(args: argparse.Namespace) -> str:
+    """Which of the two names the configuration file came from (for the message)."""
+    return CONFIG.flag if args.config else str(CONFIG.variable)
+
+
 def run(args: argparse.Namespace) -> int:
     from toolscore.storage import rescore as runs
 
@@ -82,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
                 return runs.recorded_metric_configs(conn)
 
         try:
-            config, source = resolve_config(args.config, os.environ, recorded)
+            config, source = resolve_config(
+                resolve_one(CONFIG, args, os.environ), _given(args), recorded
+            )
         except (OSError, ValueError) as exc:
             raise UsageError(f"scoring configuration: {exc}") from None
         print(f"scoring with {source}", file=sys.stderr)

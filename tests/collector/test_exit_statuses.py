@@ -75,6 +75,9 @@ CASES: list[tuple[str, dict[str, str], int, str]] = [
     (f"score {SAMPLES} --fail-under tool_call_accuracy=2", {}, 2, "--fail-under: expected METRIC"),
     (f"score {SAMPLES} --fail-under tool_call_accuracy=0.9", {}, 1, "FAIL (fail-under 0.9)"),
     (f"evaluate {SAMPLES} --refs {{TMP}}/none.yaml", {}, 2, "toolscore evaluate: "),
+    ("prune --spans-older-than soon --db {DB}", {}, 2, "toolscore prune: --spans-older-than"),
+    ("prune --spans-older-than 7d --db sqlite:///{TMP}/none.db", {}, 1, "no database at"),
+    ("prune --spans-older-than 7d --db {DB} --dry-run", {}, 0, ""),
     ("no-such-command", {}, 2, "invalid choice"),
 ]
 
