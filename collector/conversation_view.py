@@ -59,10 +59,12 @@ def load_conversation(
     revision: int | None,
     messages: bool,
     control_calls: ControlCalls = DEFAULT_CONTROL,
+    spans: bool = False,
 ) -> dict[str, Any] | None:
     """What ``show`` prints: that revision's calls and scores (``revision`` None: the current
     ones), the reference calls of the expectation version they used and, with ``messages``,
-    the messages rebuilt from the stored spans; ``None`` when there is no such conversation."""
+    the messages rebuilt from the stored spans (with ``spans``, the spans each call came from:
+    collector/commands/show_spans.py); ``None`` when there is no such conversation."""
     from toolscore.storage import conversations as repo
     from toolscore.storage.expectations import get_version
 
@@ -124,15 +126,36 @@ def load_conversation(
             for e in evals
         ],
     }
-    if messages:
-        data["messages"] = messages_of(conn, conversation_id, control_calls=control_calls)
+    if messages or spans:
+        data.update(_rebuilt(conn, conversation_id, control_calls, messages, spans))
     return data
+
+
+def _rebuilt(
+    conn: Connection, conversation_id: str, control: ControlCalls, messages: bool, spans: bool
+) -> dict[str, Any]:
+    """``messages`` and/or ``spans`` (which span each call came from) of the stored spans."""
+    from toolscore.collector.commands.show_spans import span_rows
+
+    rebuilt = _rebuild(conn, conversation_id, control)
+    out: dict[str, Any] = {}
+    if messages:
+        out["messages"] = None if rebuilt is None else [dict(m) for m in rebuilt[1].messages]
+    if spans:
+        out["spans"] = None if rebuilt is None else span_rows(*rebuilt)
+    return out
 
 
 def messages_of(
     conn: Connection, conversation_id: str, *, control_calls: ControlCalls = DEFAULT_CONTROL
 ) -> list[dict[str, Any]] | None:
     """The conversation's messages rebuilt from its stored spans (None when none are stored)."""
+    rebuilt = _rebuild(conn, conversation_id, control_calls)
+    return None if rebuilt is None else [dict(m) for m in rebuilt[1].messages]
+
+
+def _rebuild(conn: Connection, conversation_id: str, control_calls: ControlCalls) -> Any:
+    """(stored spans, their reconstruction), or None when no span is stored."""
     from toolscore.collector.reconstruct import reconstruct
     from toolscore.storage.conversations import trace_ids as traces_of
     from toolscore.storage.telemetry import load_logs, load_spans
@@ -141,5 +164,4 @@ def messages_of(
     spans = load_spans(conn, trace_ids) if trace_ids else []
     if not spans:
         return None
-    rebuilt = reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)
-    return [dict(m) for m in rebuilt.messages]
+    return spans, reconstruct(spans, load_logs(conn, trace_ids), control_calls=control_calls)

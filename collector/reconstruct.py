@@ -21,35 +21,31 @@ Nothing raises on odd input: problems become ``warnings``.
 
 from __future__ import annotations
 
-import bisect
-import json
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.conventions import (
     Exchange,
-    Message,
     ToolExecution,
     extract_observations,
     registry_for,
 )
 from toolscore.collector.conventions.capture import capture_hint
 from toolscore.collector.conventions.definitions import parameter_names
+from toolscore.collector.conventions.unrecognised import unrecognised_warning
 from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
+from toolscore.collector.tool_args import DecodedArgs
+from toolscore.collector.tool_runs import attach, decode_call, insert_orphans
 from toolscore.collector.transcript import Call as _Call
-from toolscore.collector.transcript import Entry as _Entry
+from toolscore.collector.transcript import Canon as _Canon
+from toolscore.collector.transcript import Transcript as _Transcript
 from toolscore.collector.transcript import drop_control_calls
 
 __all__ = ["ReconstructedCall", "Reconstruction", "reconstruct"]
-
-HANDOFF_PREFIX = "handoff to "  # OpenAI Agents handoff TOOL spans: not tool calls
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +63,7 @@ class ReconstructedCall:
     # then ``capture_hint`` says how to record them (collector/conventions/capture.py).
     arguments_recorded: bool = True
     capture_hint: str | None = None
+    requested_in: str | None = None  # the model-call span whose output asked for the call
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,129 +77,11 @@ class Reconstruction:
     # what was rebuilt is incomplete, so scoring it would score a conversation that did not
     # happen (a call inside an unreadable span simply vanishes). Empty: nothing was skipped.
     unread: tuple[str, ...] = ()
-
-
-def _canon_text(value: Any) -> str:
-    decoded = decode_tool_input(value)
-    try:
-        if decoded.arguments is not None:
-            try:
-                return orjson.dumps(decoded.arguments, option=_CANON_OPTIONS, default=str).decode()
-            except (TypeError, orjson.JSONEncodeError):  # big integers, > 255 levels
-                return json.dumps(decoded.arguments, sort_keys=True, default=str)
-        if decoded.positional:
-            return json.dumps(list(decoded.positional), default=str)
-    except (TypeError, ValueError, RecursionError):
-        # Too deep even for json (about 1,000 levels): equal to nothing else; the memo keeps
-        # the value alive, so its id stays unique. The scorer refuses such arguments anyway.
-        return f"<not comparable: {id(value)}>"
-    return decoded.raw or ""
-
-
-_CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-
-
-class _Canon:
-    """Canonical text of tool arguments (equal arguments give equal text), memoised per object
-    for one reconstruction: each call's arguments are compared several times (history replay,
-    duplicate model calls, attaching tool spans)."""
-
-    __slots__ = ("_memo",)
-
-    def __init__(self) -> None:
-        self._memo: dict[int, tuple[Any, str]] = {}
-
-    def __call__(self, value: Any) -> str:
-        hit = self._memo.get(id(value))
-        if hit is not None and hit[0] is value:
-            return hit[1]
-        text = _canon_text(value)
-        self._memo[id(value)] = (value, text)  # holding the value keeps its id unique
-        return text
-
-
-class _Transcript:
-    def __init__(self, canon: _Canon) -> None:
-        self.canon = canon
-        self.entries: list[_Entry] = []
-        self.by_id: dict[str, _Call] = {}
-        self.sig_count: dict[tuple[str, str], int] = defaultdict(int)
-        self.fp_count: dict[tuple[str, str], int] = defaultdict(int)
-        self.result_ids: set[str] = set()
-
-    def _add_call(self, call: _Call) -> None:
-        if call.call_id:
-            self.by_id[call.call_id] = call
-        self.sig_count[(call.name, self.canon(call.arguments))] += 1
-
-    def add(self, exchange: Exchange, rank: int) -> None:
-        key = (rank, exchange.sort_ns)
-        seen_fp: dict[tuple[str, str], int] = defaultdict(int)
-        seen_sig: dict[tuple[str, str], int] = defaultdict(int)
-        for message in exchange.inputs:
-            self._merge(message, exchange, key, seen_fp, seen_sig, history=True)
-        for message in exchange.outputs:
-            self._merge(message, exchange, key, seen_fp, seen_sig, history=False)
-
-    def _merge(
-        self,
-        message: Message,
-        exchange: Exchange,
-        key: tuple[int, int],
-        seen_fp: dict[tuple[str, str], int],
-        seen_sig: dict[tuple[str, str], int],
-        *,
-        history: bool,
-    ) -> None:
-        if message.role == "tool":
-            if message.tool_call_id:
-                if message.tool_call_id in self.result_ids:
-                    return
-                self.result_ids.add(message.tool_call_id)
-            elif self._known(("tool", message.content), seen_fp) and history:
-                return
-            self.fp_count[("tool", message.content)] += 1
-            self.entries.append(_Entry("tool", key, message.content, [], message.tool_call_id))
-            return
-        if not message.tool_calls and not message.content.strip():
-            return  # an empty message (e.g. a call the framework could not parse was dropped)
-        new_calls: list[_Call] = []
-        for ref in message.tool_calls:
-            sig = (ref.name, self.canon(ref.arguments))
-            seen_sig[sig] += 1
-            if ref.call_id and ref.call_id in self.by_id:
-                continue
-            if not ref.call_id and seen_sig[sig] <= self.sig_count[sig]:
-                continue  # a replay without id (ADK strips its synthetic ids from history)
-            new_calls.append(
-                _Call(
-                    ref.name,
-                    ref.arguments,
-                    ref.call_id,
-                    exchange.trace_id,
-                    exchange.span_id,
-                    exchange.convention,
-                )
-            )
-        fp = (message.role, " ".join(message.content.split()))
-        text_known = self._known(fp, seen_fp) if history else False
-        if not message.tool_calls and history and text_known:
-            return
-        if message.tool_calls and not new_calls:
-            return
-        content = "" if (text_known and message.tool_calls) else message.content
-        if content or not message.tool_calls:
-            self.fp_count[fp] += 1
-        for call in new_calls:
-            self._add_call(call)
-        self.entries.append(_Entry(message.role, key, content, new_calls))
-
-    def _known(self, fp: tuple[str, str], seen: dict[tuple[str, str], int]) -> bool:
-        seen[fp] += 1
-        return seen[fp] <= self.fp_count[fp]
-
-    def calls(self) -> list[_Call]:
-        return [call for entry in self.entries for call in entry.calls]
+    # No call rebuilt though spans look like tool runs: which, and why (else None).
+    unrecognised: str | None = None
+    # span id -> the convention that read it; and the spans that gave something (show --spans)
+    readers: Mapping[str, str] = field(default_factory=dict)
+    used_spans: frozenset[str] = frozenset()
 
 
 def _trace_ranks(
@@ -263,112 +142,6 @@ def _output_shape(exchange: Exchange, canon: _Canon) -> tuple[Any, ...]:
     )
 
 
-def _attach(
-    calls: list[_Call], executions: list[ToolExecution], warnings: list[str], canon: _Canon
-) -> list[ToolExecution]:
-    """Attach executions to calls; return the executions that matched no call."""
-    by_id = {c.call_id: c for c in calls if c.call_id}
-    pending: list[ToolExecution] = []
-    for execution in executions:
-        call = by_id.get(execution.call_id) if execution.call_id else None
-        if call is not None:
-            if call.execution is None:
-                call.execution = execution
-            continue  # a retried execution of an attached call is not a new call
-        pending.append(execution)
-
-    def free(execution: ToolExecution) -> list[_Call]:
-        return [
-            c
-            for c in calls
-            if c.execution is None
-            and c.name == execution.name
-            and not (c.call_id and execution.call_id)  # both have ids and they differ
-        ]
-
-    def args_equal(call: _Call, execution: ToolExecution) -> bool:
-        return canon(call.arguments) == canon(execution.arguments)
-
-    def positional_equal(call: _Call, execution: ToolExecution) -> bool:
-        decoded = decode_tool_input(execution.arguments)
-        mine = decode_tool_input(call.arguments).arguments
-        if mine is None or not decoded.positional:
-            return False
-        named = decoded.arguments or {}
-        rest = [v for k, v in mine.items() if k not in named]
-        return [str(v) for v in rest] == [str(v) for v in decoded.positional]
-
-    for rule in (args_equal, positional_equal, lambda _c, _e: True):
-        still: list[ToolExecution] = []
-        for execution in pending:
-            match = next((c for c in free(execution) if rule(c, execution)), None)
-            if match is None:
-                still.append(execution)
-            else:
-                match.execution = execution
-        pending = still
-    unmatched = [e for e in pending if not e.name.startswith(HANDOFF_PREFIX)]
-    if calls and unmatched:
-        names = ", ".join(sorted({e.name for e in unmatched}))
-        warnings.append(
-            f"{len(unmatched)} tool span(s) matched no call in the model output ({names}); "
-            "counted from the tool spans"
-        )
-    return unmatched
-
-
-def _insert_orphans(
-    transcript: _Transcript, orphans: list[ToolExecution], ranks: dict[str, int]
-) -> None:
-    orphans = sorted(orphans, key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
-    for execution in orphans:
-        key = (ranks.get(execution.trace_id, 0), execution.start_ns)
-        call = _Call(
-            execution.name,
-            None,
-            execution.call_id,
-            execution.trace_id,
-            execution.span_id,
-            execution.convention,
-            execution,
-        )
-        keys = [entry.key for entry in transcript.entries]
-        index = bisect.bisect_right(keys, key)
-        previous = transcript.entries[index - 1] if index else None
-        if (
-            previous is not None
-            and previous.role == "assistant"
-            and previous.key[0] == key[0]
-            and previous.calls
-            and all(c.arguments is None for c in previous.calls)
-        ):
-            previous.calls.append(call)  # tools of one step: one assistant message
-            continue
-        transcript.entries.insert(index, _Entry("assistant", key, "", [call]))
-
-
-def _decode_call(call: _Call, params: dict[str, tuple[str, ...]]) -> DecodedArgs:
-    requested = decode_tool_input(call.arguments) if call.arguments is not None else None
-    if requested is not None and requested.ok:
-        return requested
-    executed = (
-        decode_tool_input(call.execution.arguments)
-        if call.execution is not None and call.execution.arguments is not None
-        else None
-    )
-    if executed is not None and executed.ok:
-        return executed
-    if requested is not None and requested.arguments is not None:
-        return requested  # partial (truncated) model arguments
-    if executed is not None and executed.positional and call.name in params:
-        named = dict(executed.arguments or {})
-        free = [p for p in params[call.name] if p not in named]
-        if len(free) >= len(executed.positional):
-            named.update(zip(free, executed.positional, strict=False))
-            return DecodedArgs(named, None, True)
-    return requested or executed or DecodedArgs(None, None, False)
-
-
 def _messages(transcript: _Transcript, decoded: dict[int, DecodedArgs]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending: list[_Call] = []
@@ -420,7 +193,7 @@ def _calls(
     calls: list[ReconstructedCall] = []
     decoded_by_call: dict[int, DecodedArgs] = {}
     for position, call in enumerate(transcript.calls()):
-        decoded = _decode_call(call, params)
+        decoded = decode_call(call, params)
         recorded = decoded.arguments is not None or bool(decoded.raw)
         if not recorded and params.get(call.name) == ():
             decoded, recorded = DecodedArgs({}, None, True), True  # its definition takes none
@@ -429,6 +202,7 @@ def _calls(
             what = "were not recorded" if not recorded else "could not be fully decoded"
             warnings.append(f"call #{position} {call.name}: arguments {what}")
         where = call.execution or call
+        orphan = call.execution is not None and call.span_id == call.execution.span_id
         scope = scopes.get(call.span_id or "") or scopes.get(where.span_id or "")
         calls.append(
             ReconstructedCall(
@@ -441,6 +215,7 @@ def _calls(
                 trace_id=where.trace_id,
                 span_id=where.span_id,
                 convention=call.convention,
+                requested_in=None if orphan else call.span_id,
                 arguments_recorded=recorded,
                 capture_hint=None if recorded else capture_hint(call.convention, scope),
             )
@@ -477,7 +252,10 @@ def _reconstruct(
     unread: list[str] | None = None,
 ) -> Reconstruction:
     unread = unread if unread is not None else []
-    observations, extract_warnings = extract_observations(spans, logs, registry_for(control_calls))
+    readers: dict[str, str] = {}
+    observations, extract_warnings = extract_observations(
+        spans, logs, registry_for(control_calls), readers
+    )
     # Its only warnings are a convention failing on a span or on the log records: each is
     # telemetry that did not make it into the rebuilt conversation.
     unread.extend(extract_warnings)
@@ -491,8 +269,8 @@ def _reconstruct(
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
-    orphans = _attach(transcript.calls(), executions, warnings, canon)
-    _insert_orphans(transcript, orphans, ranks)
+    orphans = attach(transcript.calls(), executions, warnings, canon)
+    insert_orphans(transcript, orphans, ranks)
     drop_control_calls(transcript.entries, control_calls)
 
     calls, decoded_by_call = _calls(transcript, spans, warnings)
@@ -507,4 +285,7 @@ def _reconstruct(
         root_span_id=_root_span_id(spans, order[-1] if order else None),
         warnings=tuple(warnings),
         unread=tuple(unread),
+        unrecognised=None if calls else unrecognised_warning(spans, readers),
+        readers=readers,
+        used_spans=frozenset(o.span_id for o in observations if o.span_id),
     )

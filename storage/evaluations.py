@@ -38,6 +38,7 @@ class Revision:
     calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
+    warning: str | None = None  # tool-like spans from which no call was rebuilt
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
@@ -117,6 +118,7 @@ def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None)
         "b_first_user_message": x.first_user_message,
         "b_error": x.error,
         "b_unmatched_reason": x.unmatched_reason,
+        "b_warning": x.warning,
         "b_seen": seen if seen is not None else -1,
         "b_release": seen is not None,
     }
@@ -137,6 +139,7 @@ def _update_conversation() -> Any:
             first_user_message=bindparam("b_first_user_message"),
             error=bindparam("b_error"),
             unmatched_reason=bindparam("b_unmatched_reason"),
+            warning=bindparam("b_warning"),
             claimed_by=case((release, null()), else_=c.claimed_by),
             claimed_until=case((release, null()), else_=c.claimed_until),
             # A span that arrived while we scored keeps the conversation pending.

@@ -65,6 +65,8 @@ class Conversation(Base):
     pruned_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # why no expectation was found (status unmatched), else NULL; migration 0005
     unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # spans that look like tool runs when no call was rebuilt, else NULL; migration 0010
+    warning: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.

@@ -24,6 +24,7 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
+from toolscore.collector.commands.show_spans import render_spans
 from toolscore.collector.configuration import add_options
 from toolscore.collector.conversation_view import (
     iso,
@@ -69,6 +70,11 @@ def register(subparsers: Any) -> None:
     show.add_argument(
         "--no-messages", action="store_true", help="skip rebuilding the messages from the spans"
     )
+    show.add_argument(
+        "--spans",
+        action="store_true",
+        help="list the stored spans: the calls each asked for or ran, and those not used",
+    )
     add_options(show, CONTROL_CALLS_OPTIONS)  # rebuild the messages as serve scored them
     add_db_argument(show)
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
@@ -112,6 +118,7 @@ def _conversations(args: argparse.Namespace) -> int:
                 "expectation_version": r["expectation_version"],
                 "error": r["error"],
                 "unmatched_reason": why_unmatched(r),
+                "warning": r.get("warning"),
                 "scores": {m: s for m, (s, _e) in by_conversation.get(r["id"], {}).items()},
             }
             for r in rows
@@ -162,6 +169,7 @@ def _show(args: argparse.Namespace) -> int:
                 revision=args.revision,
                 messages=not args.no_messages,
                 control_calls=control,
+                spans=args.spans,
             )
     finally:
         engine.dispose()
@@ -219,6 +227,8 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  error           {conv['error']}")
     if conv["status"] == "unmatched" and conv.get("unmatched_reason"):
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
+    if conv.get("warning"):
+        lines.append(f"  warning         {conv['warning']}")
 
     pruned = conv.get("pruned_through_ns") is not None
     if pruned:
@@ -263,6 +273,9 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         )
         table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
         lines.extend("  " + line for line in table.splitlines())
+
+    if "spans" in data:
+        lines += render_spans(data["spans"], pruned)
 
     past = data.get("revision")
     lines += ["", "scores:" if past is None else f"scores (revision {past}):"]

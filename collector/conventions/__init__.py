@@ -81,11 +81,13 @@ def extract_observations(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData] = (),
     registry: Sequence[Convention] = REGISTRY,
+    readers: dict[str, str] | None = None,
 ) -> tuple[list[Observation], list[str]]:
     """Run every span (and the log records) through the registry. Never raises.
 
     Returns the observations and warnings (a module that failed on a span is reported, and the
-    span is skipped, so one odd span never loses the rest of the conversation).
+    span is skipped, so one odd span never loses the rest of the conversation). ``readers``, when
+    given, gets span id -> the name of the convention that read the span.
     """
     observations: list[Observation] = []
     warnings: list[str] = []
@@ -94,6 +96,8 @@ def extract_observations(
             try:
                 if not convention.applies(span):
                     continue
+                if readers is not None:
+                    readers[span.span_id] = convention.name
                 observations.extend(convention.extract(span))
             except Exception as exc:
                 warnings.append(

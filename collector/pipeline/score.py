@@ -53,6 +53,7 @@ class ScoreOutcome:
     scores: Mapping[str, float | None] = field(default_factory=dict)  # metric instance -> score
     error: str | None = None
     unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
+    warning: str | None = None  # spans look like tool runs, no call rebuilt (show prints it)
 
 
 # The result of ``compute``, written by ``write`` (storage.evaluations).
@@ -246,7 +247,13 @@ def _compute_one(
     if first is not rec.first_user_message:
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
     expectation = matcher.match(row.reference_id, row.id, rec.first_user_message)
-    common: dict[str, Any] = {"first_user_message": first, "calls": calls, **base}
+    warning = _text_or_none(rec.unrecognised) if not calls else None
+    common: dict[str, Any] = {
+        "first_user_message": first,
+        "calls": calls,
+        "warning": warning,
+        **base,
+    }
     matched: dict[str, Any] = {}
     if expectation is not None:
         matched = {"expectation_id": expectation.id, "expectation_version": expectation.version}
@@ -340,6 +347,7 @@ def write(
             scores={e["metric"]: e["score"] for e in x.evaluations},
             error=x.error,
             unmatched_reason=x.unmatched_reason,
+            warning=x.warning,
         )
         for x in computed
         if x.conversation_id in written

@@ -180,7 +180,18 @@ def expect(engine: Engine, reference: list[dict[str, Any]], *names: str) -> None
         )  # fmt: skip
 
 
-def test_retention_deletes_exactly_old_finished_conversations_telemetry(engine: Engine) -> None:
+def report(engine: Engine, capsys: pytest.CaptureFixture[str]) -> str:
+    """``toolscore report``'s text over the test's days."""
+    from toolscore.collector.cli import main
+
+    url = engine.url.render_as_string(hide_password=False)
+    assert main(["report", "--db", url, "--since", "2023-11-01", "--until", "2023-12-31"]) == 0
+    return capsys.readouterr().out
+
+
+def test_retention_deletes_exactly_old_finished_conversations_telemetry(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
     expect(engine, REFERENCE, "old-scored", "new-scored", "old-claimed")
     old_spans, old_logs = conversation("old-scored", "a1")
     store(engine, old_spans, [*old_logs, traceless_log("old note")], T_OLD)
@@ -198,6 +209,8 @@ def test_retention_deletes_exactly_old_finished_conversations_telemetry(engine: 
             .values(claimed_by="another-worker")
         )
     before = history(engine)
+    reported = report(engine, capsys)
+    assert "old-scored" in reported or "tool_call_accuracy" in reported
     assert conversation_row(engine, "old-unmatched").status == "unmatched"
 
     result = prune(engine, CUTOFF, limits=PruneLimits(rows_per_batch=2, pause_s=0))
@@ -214,6 +227,7 @@ def test_retention_deletes_exactly_old_finished_conversations_telemetry(engine: 
     assert notes == {"recent note"}
     assert (result.conversations, result.spans, result.log_records) == (2, 10, 3)
     assert history(engine) == before, "scores, calls and views unchanged"
+    assert report(engine, capsys) == reported, "toolscore report unchanged"
     row = conversation_row(engine, "old-scored")
     assert (row.pruned_through_ns, row.pruned_calls) == (T_OLD, 2)
     assert row.pruned_at is not None and row.status == "scored" and row.revision == 1

@@ -135,9 +135,9 @@ def _command(*argv: str) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        check=True,
         timeout=120,
     )
+    assert done.returncode == 0, done.stderr
     return done.stdout
 
 

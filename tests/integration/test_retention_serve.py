@@ -4,11 +4,12 @@ scoring, the retention component pruning) on a SQLite file and on PostgreSQL."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from tests.collector.pipeline.e2e import genai_agent_trace, import_refs, otlp_provider, wait_scored
 from tests.integration.serve_harness import RunningServer, server_settings
@@ -105,3 +106,81 @@ def test_serve_prunes_scored_conversations_and_keeps_their_history(
     shown = capsys.readouterr().out
     assert "spans pruned" in shown and "messages received after the pruning" in shown
     assert "get_weather" in shown and "get_time" in shown
+
+
+def test_postgres_partitions_created_and_dropped_while_a_real_server_ingests(
+    postgres_url: str,
+) -> None:
+    """serve creates the coming days' partitions and drops an old day while OTel SDK exporters
+    send to it; every span they were told was stored is stored."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.collector.test_retention import NS, T_OLD, conversation, score_all, store
+    from toolscore.storage import partitions as parts
+
+    import_refs(postgres_url, ExpectationData(id="w", reference_tool_calls=[WEATHER, TIME]))
+    engine = create_engine(postgres_url)
+    old_day, today = parts.day_start(T_OLD), parts.day_start(time.time_ns())
+    ahead = [parts.partition_name("spans", today + i * parts.DAY_NS) for i in (1, 2, 3)]
+    with engine.begin() as conn:
+        parts.create_ahead(conn, old_day, days=0)
+        for name in ahead:  # the server must create these itself
+            conn.execute(text(f"DROP TABLE {name}"))
+    shift = old_day - 1_767_225_600 * NS + 3600 * NS
+    for i in range(3):
+        store(engine, *conversation(f"old{i}", f"a{i}", start_shift_ns=shift), T_OLD)
+    score_all(engine, T_OLD + 10 * NS)
+
+    def names() -> set[str]:
+        with engine.connect() as conn:
+            return {p.name for p in parts.partitions(conn, "spans")}
+
+    assert parts.partition_name("spans", old_day) in names()
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def export_loop(url: str) -> None:
+        exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces")
+        i = 0
+        while not stop.is_set():
+            memory = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(memory))
+            genai_agent_trace(provider.get_tracer("t"), f"live{i}", [WEATHER], "Weather?")
+            spans = memory.get_finished_spans()
+            if exporter.export(spans) is SpanExportResult.SUCCESS:
+                acknowledged.append(format(spans[0].context.trace_id, "032x"))
+            i += 1
+        exporter.shutdown()
+
+    extensions = [
+        pipeline_extension(PipelineOptions(settle_s=0.5, root_idle_s=0.3)),
+        retention_extension(RetentionOptions(retention_s=86_400.0, interval_s=0.3)),
+    ]
+    with RunningServer(server_settings(postgres_url), extensions) as srv:
+        load = threading.Thread(target=export_loop, args=(srv.http_url,))
+        load.start()
+        try:
+            wait_for(lambda: parts.partition_name("spans", old_day) not in names())
+            wait_for(lambda: set(ahead) <= names())
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            load.join(30)
+    with engine.connect() as conn:
+        stored = set(conn.execute(select(spans_table.c.trace_id).distinct()).scalars())
+        live_spans = conn.execute(
+            select(func.count())
+            .select_from(spans_table)
+            .where(spans_table.c.trace_id.in_(acknowledged))
+        ).scalar_one()
+        old_left = conn.execute(text("SELECT count(*) FROM spans WHERE received_at_ns < :t"),
+                                {"t": T_OLD + NS}).scalar_one()  # fmt: skip
+    engine.dispose()
+    assert len(acknowledged) >= 3
+    assert set(acknowledged) <= stored, "every acknowledged span's trace stored"
+    assert live_spans == 4 * len(acknowledged), "all 4 spans of each acknowledged trace"
+    assert old_left == 0

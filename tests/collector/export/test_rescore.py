@@ -262,3 +262,37 @@ def test_with_nothing_recorded_it_says_it_uses_the_defaults(
     assert "scoring with the Ragas defaults (no configuration given or recorded)" in (
         capsys.readouterr().err
     )
+
+
+def test_rescore_applies_the_control_calls_policy_as_serve_does(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A handoff (transfer_to_*) left out by the server's default is counted when rescore runs
+    with --control-calls include=handoff, and left out again with the default."""
+    transfer = {"name": "transfer_to_billing", "args": {}}
+    import_refs(sqlite_url, ExpectationData(id="h", reference_tool_calls=[WEATHER]))
+    with pipeline_server(sqlite_url) as srv:
+        provider = otlp_provider(srv)
+        genai_agent_trace(
+            provider.get_tracer("app"),
+            "hand",
+            [WEATHER, transfer],
+            "w?",
+            {"toolscore.reference.id": "h"},
+        )
+        provider.force_flush()
+        provider.shutdown()
+        wait_scored(sqlite_url, ["hand"])
+
+    def accuracy() -> float:
+        return float(_current(sqlite_url)[("hand", "tool_call_accuracy")]["score"])
+
+    assert accuracy() == 1.0  # the handoff is not one of the user's calls
+    assert main(["rescore", "--db", sqlite_url, "--control-calls", "include=handoff"]) == 0
+    assert "1 rescored" in capsys.readouterr().out
+    counted = ragas_scores(ragas_sample("w?", [[WEATHER, transfer]], [WEATHER]))
+    assert accuracy() == counted["tool_call_accuracy"] < 1.0
+    assert main(["rescore", "--db", sqlite_url, "--handoffs", "exclude"]) == 0
+    out = capsys.readouterr()
+    assert "--handoffs / TOOLSCORE_HANDOFFS is deprecated" in out.err
+    assert "1 rescored" in out.out and accuracy() == 1.0
