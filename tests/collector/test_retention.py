@@ -210,7 +210,7 @@ def test_retention_deletes_exactly_old_finished_conversations_telemetry(
         )
     before = history(engine)
     reported = report(engine, capsys)
-    assert "old-scored" in reported or "tool_call_accuracy" in reported
+    assert "tool_call_accuracy" in reported and "weather" in reported, reported
     assert conversation_row(engine, "old-unmatched").status == "unmatched"
 
     result = prune(engine, CUTOFF, limits=PruneLimits(rows_per_batch=2, pause_s=0))
