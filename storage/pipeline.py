@@ -38,6 +38,11 @@ STATUS_UNMATCHED = "unmatched"
 STATUS_ERROR = "error"
 
 
+# SQLite uses a partial index only for queries whose WHERE has this term as the query writes it
+# (SQLAlchemy renders ``needs_scoring == true()`` so): keep them alike.
+PENDING_SQLITE = "needs_scoring = 1"
+
+
 class Conversation(Base):
     __tablename__ = "conversations"
 
@@ -70,7 +75,15 @@ class Conversation(Base):
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.
-        Index(None, "needs_scoring", "last_span_received_ns"),
+        # Partial: only pending rows (the claims ask for needs_scoring = true), so it stays small
+        # and a query for done conversations cannot walk it (migration 0011).
+        Index(
+            None,
+            "needs_scoring",
+            "last_span_received_ns",
+            sqlite_where=text(PENDING_SQLITE),
+            postgresql_where=text("needs_scoring"),
+        ),
         Index(None, "last_span_at"),
         # Retention's "what is left to prune" (the predicate is storage.retention.PRUNABLE).
         Index(

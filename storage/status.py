@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, select, true
 
 from toolscore.storage.exports import evaluation_exports
 from toolscore.storage.pipeline import conversations, evaluations
@@ -25,7 +25,8 @@ def backlog(conn: Connection, now: dt.datetime) -> Backlog:
     """What waits to be scored and to be written back."""
     c = conversations.c
     waiting, oldest = conn.execute(
-        select(func.count(), func.min(c.last_span_at)).where(c.needs_scoring.is_(True))
+        # "= true", as the partial pending index is written (storage.pipeline.PENDING_SQLITE)
+        select(func.count(), func.min(c.last_span_at)).where(c.needs_scoring == true())
     ).one()
     x = evaluation_exports.c
     pending, failing = conn.execute(

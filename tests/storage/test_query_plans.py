@@ -1,0 +1,108 @@
+"""SQLite query plans of the statements that run all day: none walks the whole history.
+
+SQLite keeps no statistics unless asked, so its planner picks an index by the shape of a query,
+whatever the table holds; a plan that walks an index over every scored conversation or every
+current evaluation costs nothing on a test database and seconds at millions of stored spans
+(benchmarks/bench_growth.py). The statements are captured from the real repository functions
+on a migrated database, then explained.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, event
+
+from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, store
+from toolscore.collector.pipeline.score import score_conversation
+from toolscore.scorer import default_config
+from toolscore.storage import leases, migrate, retention, status
+from toolscore.storage.engine import create_engine
+from toolscore.storage.expectations import ExpectationData
+
+PENDING = "ix_conversations_needs_scoring_last_span_received_ns"
+
+
+@pytest.fixture
+def engine(sqlite_url: str) -> Iterator[Engine]:
+    migrate.upgrade(sqlite_url)
+    eng = create_engine(sqlite_url)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+def _plans(engine: Engine, run: Any) -> dict[str, list[str]]:
+    """Each statement ``run(engine)`` executes (first line of SQL) -> its query plan."""
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, stmt: str, params: Any, ctx: Any, many: bool) -> None:
+        if stmt.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE")):
+            seen.append((stmt, params[0] if many else params))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        run(engine)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    raw = engine.raw_connection()
+    try:
+        return {
+            " ".join(stmt.split()): [
+                row[-1] for row in raw.cursor().execute("EXPLAIN QUERY PLAN " + stmt, params or ())
+            ]
+            for stmt, params in seen
+        }
+    finally:
+        raw.close()
+
+
+def _find(plans: dict[str, list[str]], start: str, *within: str) -> list[str]:
+    found = [p for s, p in plans.items() if s.startswith(start) and all(w in s for w in within)]
+    assert found, f"no statement {start!r} {within} among {list(plans)}"
+    return found[0]
+
+
+def test_claims_and_backlog_read_only_pending_rows(engine: Engine) -> None:
+    def run(eng: Engine) -> None:
+        ready = leases.Readiness(settle_ns=1, idle_ns=1)
+        with eng.begin() as conn:
+            leases.claim_ready(conn, worker_id="w", now_ns=10**18, ready=ready, lease_ns=1, limit=5)
+            leases.next_due_ns(conn, now_ns=10**18, ready=ready)
+            status.backlog(conn, dt.datetime.now(dt.UTC))
+
+    plans = _plans(engine, run)
+    claim = _find(plans, "UPDATE conversations SET claimed_by")
+    due = _find(plans, "SELECT min(CASE")
+    backlog = _find(plans, "SELECT count(*)", "needs_scoring")
+    for plan in (claim, due, backlog):
+        assert any(PENDING in step for step in plan), plan
+        assert not any(step.startswith("SCAN conversations") for step in plan), plan
+
+
+def test_retention_never_walks_the_scored_history(engine: Engine) -> None:
+    def run(eng: Engine) -> None:
+        with eng.begin() as conn:
+            retention.find_prunable(conn, 10**18, 10)
+            retention.mark(conn, ["a", "b"], 10**18)
+
+    plans = _plans(engine, run)
+    for plan in (
+        _find(plans, "SELECT", "FROM conversations", "pruned_at IS NULL", "LIMIT"),
+        _find(plans, "SELECT conversations.id, conversations.revision"),
+    ):
+        assert not any(PENDING in step for step in plan), plan  # pending rows only: not these
+        assert not any(step.startswith("SCAN conversations") for step in plan), plan
+
+
+def test_a_revision_supersedes_only_its_conversations_rows(engine: Engine) -> None:
+    expect(engine, ExpectationData(id="weather", reference_tool_calls=fixture_spans()[1]))
+    conv_id = store(engine, fixture_spans("weather")[0])
+
+    plans = _plans(engine, lambda eng: score_conversation(eng, conv_id, default_config(), now=NOW))
+    supersede = _find(plans, "UPDATE evaluations SET is_current")
+    assert any("is_current=? AND conversation_id=?" in step for step in supersede), supersede
