@@ -22,8 +22,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench_pipeline import SPANS_PER_TRACE, TRACES_PER_REQUEST, _payloads
 from bench_storage_bytes import fresh_postgres
+from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
+from pipeline_load import payloads as _payloads
 from sqlalchemy import text
 
 from toolscore.collector.decode import decode_traces, parse_traces_protobuf
