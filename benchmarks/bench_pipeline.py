@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.client
-import json
 import multiprocessing as mp
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SPANS_PER_TRACE = 7
+ROOT = Path(__file__).resolve().parents[1]
 TABLES = (
     "spans",
     "log_records",
@@ -41,149 +40,6 @@ TABLES = (
     "evaluations",
     "tool_calls",
 )
-TRACES_PER_REQUEST = 73  # 511 spans: about the OTel SDK's default export batch (512)
-
-
-# --- load generation (runs in its own process) ------------------------------------------------
-
-
-def _trace(req: Any, conv_id: str, now_ns: int) -> None:
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-
-    def kv(key: str, value: str) -> KeyValue:
-        return KeyValue(key=key, value=AnyValue(string_value=value))
-
-    trace_id = uuid.uuid4().bytes
-    root = uuid.uuid4().bytes[:8]
-    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
-    ids = [f"call_{uuid.uuid4().hex[:10]}" for _ in calls]
-    user = {"role": "user", "parts": [{"type": "text", "content": "Weather and time?"}]}
-    out = {
-        "role": "assistant",
-        "parts": [
-            {"type": "tool_call", "id": i, "name": n, "arguments": a}
-            for i, (n, a) in zip(ids, calls, strict=True)
-        ],
-    }
-    spans = [
-        (
-            root,
-            None,
-            "invoke_agent weather",
-            [
-                kv("gen_ai.operation.name", "invoke_agent"),
-                kv("gen_ai.conversation.id", conv_id),
-                kv("toolscore.reference.id", "bench"),
-            ],
-        ),
-        (
-            uuid.uuid4().bytes[:8],
-            root,
-            "chat model",
-            [
-                kv("gen_ai.operation.name", "chat"),
-                kv("gen_ai.conversation.id", conv_id),
-                kv("gen_ai.input.messages", json.dumps([user])),
-                kv("gen_ai.output.messages", json.dumps([out])),
-            ],
-        ),
-    ]
-    for call_id, (name, args) in zip(ids, calls, strict=True):
-        spans.append(
-            (
-                uuid.uuid4().bytes[:8],
-                root,
-                f"execute_tool {name}",
-                [
-                    kv("gen_ai.operation.name", "execute_tool"),
-                    kv("gen_ai.tool.name", name),
-                    kv("gen_ai.tool.call.id", call_id),
-                    kv("gen_ai.tool.call.arguments", json.dumps(args)),
-                ],
-            )
-        )
-    spans.append(
-        (
-            uuid.uuid4().bytes[:8],
-            root,
-            "chat model",
-            [kv("gen_ai.operation.name", "chat"), kv("gen_ai.conversation.id", conv_id)],
-        )
-    )
-    scope = req.resource_spans[0].scope_spans[0]
-    for i, (span_id, parent, name, attrs) in enumerate(spans):
-        s = scope.spans.add()
-        s.trace_id, s.span_id, s.name, s.kind = trace_id, span_id, name, 1
-        if parent:
-            s.parent_span_id = parent
-        s.start_time_unix_nano = now_ns + i * 1000
-        s.end_time_unix_nano = now_ns + i * 1000 + 500
-        s.attributes.extend(attrs)
-
-
-def _payloads(prefix: str, requests: int) -> list[bytes]:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceRequest,
-    )
-
-    out = []
-    now = time.time_ns()
-    n = 0
-    for _ in range(requests):
-        req = ExportTraceServiceRequest()
-        rs = req.resource_spans.add()
-        rs.resource.attributes.add(key="service.name").value.string_value = "bench-agent"
-        rs.scope_spans.add().scope.name = "bench"
-        for _ in range(TRACES_PER_REQUEST):
-            _trace(req, f"{prefix}-{n}", now)
-            n += 1
-        out.append(req.SerializeToString())
-    return out
-
-
-def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
-    """Post requests at ``rate`` spans/s for ``duration`` s from 4 connections."""
-    requests = max(1, int(rate * duration / (SPANS_PER_TRACE * TRACES_PER_REQUEST)))
-    payloads = _payloads(prefix, requests)
-    interval = SPANS_PER_TRACE * TRACES_PER_REQUEST / rate
-    lock = threading.Lock()
-    state = {"next": 0, "ok": 0, "failed": 0}
-    start = time.monotonic()
-
-    def sender() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        while True:
-            with lock:
-                i = state["next"]
-                state["next"] += 1
-            if i >= len(payloads):
-                break
-            delay = start + i * interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            conn.request(
-                "POST",
-                "/v1/traces",
-                body=payloads[i],
-                headers={"Content-Type": "application/x-protobuf"},
-            )
-            response = conn.getresponse()
-            response.read()
-            with lock:
-                state["ok" if response.status == 200 else "failed"] += 1
-
-    threads = [threading.Thread(target=sender) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - start
-    result.update(
-        spans=state["ok"] * SPANS_PER_TRACE * TRACES_PER_REQUEST,
-        conversations=state["ok"] * TRACES_PER_REQUEST,
-        failed=state["failed"],
-        seconds=elapsed,
-    )
 
 
 # --- the server (this process) ---------------------------------------------------------------
@@ -326,13 +182,15 @@ def run_once(
     scoring: bool,
     processes: int | None = None,
 ) -> RunResult:
+    from benchmarks.pipeline_load import load as post_load
+
     prefix = f"b{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         result = manager.dict()
         with _Server(db_url, settle, scoring, processes) as server:
             port = server.app.http_port
-            load = ctx.Process(target=_load, args=(port, rate, duration, prefix, result))
+            load = ctx.Process(target=post_load, args=(port, rate, duration, prefix, result))
             time.sleep(3)  # the scoring child starts up (imports) before the clock starts
             manager_pid = manager._process.pid  # type: ignore[attr-defined]
             child_cpu0 = _children_cpu_s({manager_pid})
@@ -379,6 +237,8 @@ def main() -> None:
         help="default: serve's default (auto: 2 on PostgreSQL with 2+ cores, else 1)",
     )
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
+    from benchmarks.pipeline_load import SPANS_PER_TRACE
 
     targets: list[tuple[str, str]] = []
     tmp = tempfile.TemporaryDirectory()

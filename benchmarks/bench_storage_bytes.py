@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import SPANS_PER_TRACE, TRACES_PER_REQUEST, _payloads
+from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
+from pipeline_load import payloads as _payloads
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -43,13 +44,13 @@ from toolscore.storage.telemetry import span_values, store_telemetry
 TABLES = ("spans", "log_records", "conversations", "conversation_traces")
 
 
-def pipeline_load(spans: int) -> list[bytes]:
+def pipeline_traces(spans: int) -> list[bytes]:
     requests = max(1, spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST))
     return _payloads(f"bytes-{uuid.uuid4().hex[:6]}", requests)
 
 
-def ingest_load(spans: int) -> list[bytes]:
-    from bench_ingest import build_requests
+def ingest_traces(spans: int) -> list[bytes]:
+    from ingest_load import build_requests
 
     return build_requests(spans, run=int(time.time()))
 
@@ -170,7 +171,10 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=50_000)
     parser.add_argument("--postgres", metavar="URL", help="admin URL of a PostgreSQL server")
     args = parser.parse_args()
-    for name, load in (("pipeline/growth traces", pipeline_load), ("ingest traces", ingest_load)):
+    for name, load in (
+        ("pipeline/growth traces", pipeline_traces),
+        ("ingest traces", ingest_traces),
+    ):
         for line in measure(name, load(args.spans), args.postgres):
             print(line, flush=True)
 

@@ -14,6 +14,38 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 
+def gate_from_flags(
+    names: Sequence[str], pass_threshold: Sequence[str], fail_under: Sequence[str], junit: bool
+) -> ScoreGate:
+    """The gate ``--pass-threshold``, ``--fail-under`` and ``--junit`` ask for (``score`` and
+    ``evaluate``); a bad value raises ``ConfigError`` naming the flag."""
+    from toolscore.collector.configuration import metric_levels
+
+    return ScoreGate(
+        names,
+        pass_thresholds=metric_levels(pass_threshold, "--pass-threshold", names),
+        fail_under=metric_levels(fail_under, "--fail-under", names),
+        keep_cases=junit,
+    )
+
+
+def conclude(gate: ScoreGate, junit: str | None, suite: str, err: IO[str]) -> None:
+    """The verdict lines on ``err`` (when a gate or a report was asked for) and the JUnit
+    file; a file that cannot be written is a usage error."""
+    if gate.fail_under or junit is not None:
+        for line in gate.summary_lines():
+            print(line, file=err)
+    if junit is None:
+        return
+    try:
+        with open(junit, "wb") as stream:
+            gate.write_junit(stream, suite=suite)
+    except OSError as exc:
+        from toolscore.collector.failure import UsageError
+
+        raise UsageError(f"cannot write {junit}: {exc.strerror or exc}") from None
+
+
 @dataclass(slots=True)
 class _Tally:
     count: int = 0

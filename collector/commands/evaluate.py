@@ -50,6 +50,7 @@ def register(subparsers: Any) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     from toolscore.collector.evaluate import EvaluateError, EvaluateOptions, evaluate, load
+    from toolscore.collector.gate import gate_from_flags
     from toolscore.collector.refs_file import RefsFileError, load_refs_file
     from toolscore.scorer import ConfigError, default_config, load_config
 
@@ -57,7 +58,9 @@ def _handle(args: argparse.Namespace) -> int:
     try:
         config = load_config(given["config_path"]) if given["config_path"] else default_config()
         names = list(config.instances)
-        gate = _gate(args, names)
+        gate = gate_from_flags(
+            names, args.pass_threshold, args.fail_under, junit=args.junit is not None
+        )
         expectations = load_refs_file(args.refs, metric_names=names)
         loaded = load(args.traces)
         control = control_calls_from(args, os.environ)
@@ -82,6 +85,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> int:
     from toolscore.collector.evaluate import outcome_row
+    from toolscore.collector.gate import conclude
     from toolscore.collector.safe_text import json_safe
 
     failed = False
@@ -97,26 +101,5 @@ def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> 
         f"toolscore evaluate: {len(found)} conversations ({', '.join(sorted(statuses))})",
         file=sys.stderr,
     )
-    if gate.fail_under or junit:
-        for line in gate.summary_lines():
-            print(line, file=sys.stderr)
-    if junit is not None:
-        try:
-            with open(junit, "wb") as stream:
-                gate.write_junit(stream, suite="toolscore evaluate")
-        except OSError as exc:
-            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}") from None
+    conclude(gate, junit, "toolscore evaluate", sys.stderr)
     return 1 if failed or gate.failed() else 0
-
-
-def _gate(args: argparse.Namespace, names: list[str]) -> Any:
-    from toolscore.collector.configuration import metric_levels
-    from toolscore.collector.gate import ScoreGate
-
-    return ScoreGate(
-        names,
-        pass_thresholds=metric_levels(args.pass_threshold, "--pass-threshold", names),
-        fail_under=metric_levels(args.fail_under, "--fail-under", names),
-        keep_cases=args.junit is not None,
-    )
-

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
@@ -23,31 +22,9 @@ from toolscore.collector.commands.common import (
     open_database,
 )
 from toolscore.collector.commands.report import parse_date
+from toolscore.collector.evaluation_rows import FIELDS, evaluation_rows
 from toolscore.collector.failure import Failure
 from toolscore.collector.safe_text import csv_cell, json_safe, safe_message, terminal_safe
-
-# Column order of the CSV and key order of each JSON line.
-FIELDS = (
-    "id",
-    "conversation_id",
-    "revision",
-    "is_current",
-    "created_at",
-    "expectation_id",
-    "expectation_version",
-    "metric",
-    "metric_type",
-    "score",
-    "label",
-    "threshold",
-    "error",
-    "predicted_count",
-    "expected_count",
-    "trace_id",
-    "root_span_id",
-    "metric_config",
-    "details",
-)
 
 
 def register(subparsers: Any) -> None:
@@ -67,27 +44,6 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
     parser.set_defaults(handler=run)
-
-
-def iter_rows(
-    conn: Any, *, since: dt.date | None, expectation: str | None, current_only: bool
-) -> Iterator[dict[str, Any]]:
-    """Evaluations in id order, as JSON-able dicts with the FIELDS keys."""
-    from toolscore.collector.export.attributes import pass_label, threshold_for
-    from toolscore.storage.evaluations import history
-    from toolscore.storage.exports import load_thresholds
-
-    thresholds = load_thresholds(conn)
-    start = dt.datetime.combine(since, dt.time(), dt.UTC) if since is not None else None
-    rows = history(conn, since=start, expectation_id=expectation, current_only=current_only)
-    for r in rows:
-        threshold = threshold_for(r["metric"], r["metric_type"], thresholds)
-        row = {k: r[k] for k in FIELDS if k in r}
-        row["is_current"] = bool(r["is_current"])
-        row["created_at"] = r["created_at"].isoformat()
-        row["threshold"] = threshold
-        row["label"] = pass_label(r["score"], threshold, r.get("details"))
-        yield {k: row[k] for k in FIELDS}
 
 
 def write_csv(rows: Iterator[Mapping[str, Any]], out: IO[str]) -> int:
@@ -138,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise Failure(f"cannot write {args.output}: {exc}") from None
         with database_errors(url, "cannot read"), engine.connect() as conn:
-            rows = iter_rows(
+            rows = evaluation_rows(
                 conn,
                 since=args.since,
                 expectation=args.expectation,

@@ -173,39 +173,24 @@ def _gate(args: argparse.Namespace, config: Any) -> Any:
     junit = getattr(args, "junit", None)
     if not fail_under and junit is None:
         return None
-    from toolscore.collector.configuration import metric_levels
-    from toolscore.collector.gate import ScoreGate
+    from toolscore.collector.gate import gate_from_flags
     from toolscore.scorer import default_config
 
     names = list((config or default_config()).instances)
-    return ScoreGate(
-        names,
-        pass_thresholds=metric_levels(
-            getattr(args, "pass_threshold", []), "--pass-threshold", names
-        ),
-        fail_under=metric_levels(fail_under, "--fail-under", names),
-        keep_cases=junit is not None,
-    )
+    pass_threshold = getattr(args, "pass_threshold", None) or []
+    return gate_from_flags(names, pass_threshold, fail_under, junit=junit is not None)
 
 
 def _gated_run(
     job: Job, source: IO[bytes], progress: Progress | None, gate: Any, junit: str | None
 ) -> int:
     """Score in this process, feeding every output row to ``gate``; then report on it."""
-    from toolscore.collector.failure import UsageError
-    from toolscore.collector.gate import GatedOutput
+    from toolscore.collector.gate import GatedOutput, conclude
     from toolscore.collector.offline.engine import run
 
     out = GatedOutput(sys.stdout.buffer, gate)
     status = run(job, source, out, progress=progress, jobs=1)  # type: ignore[arg-type]
-    for line in gate.summary_lines():
-        print(line, file=sys.stderr)
-    if junit is not None:
-        try:
-            with open(junit, "wb") as stream:
-                gate.write_junit(stream)
-        except OSError as exc:
-            raise UsageError(f"cannot write {junit}: {exc.strerror or exc}") from None
+    conclude(gate, junit, "toolscore score", sys.stderr)
     return 1 if status or gate.failed() else 0
 
 

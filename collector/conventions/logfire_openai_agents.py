@@ -17,7 +17,8 @@ the SDK's exported span data, with non-string values JSON-encoded and described 
 - The root ``OpenAI Agents trace: {name}`` carries ``group_id`` (the SDK's thread id: a
   conversation key) and ``agent_trace_id``.
 - Agent, turn, task, guardrail and handoff spans carry no call. A handoff counts through the
-  model's ``transfer_to_<agent>`` call in the response (``serve --handoffs exclude`` drops it);
+  model's ``transfer_to_<agent>`` call in the response (a control call: left out unless
+  ``--control-calls include=handoff``);
   the ``Handoff: {from_agent} → {to_agent}`` span names the agents, not the tool the model
   called (which ``tool_name_override`` may rename), so it is not turned into a call, as
   OpenInference's ``handoff to X`` spans are not: when only tool spans were recorded (a custom

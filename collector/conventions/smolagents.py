@@ -12,7 +12,8 @@ The spans are OpenInference ones (read by :class:`OpenInference`), with smolagen
 - A ``ToolCallingAgent`` ends every run with a call of its own ``final_answer`` tool (a
   ``CodeAgent`` calls it from code). That is how smolagents ends a step, not a tool the user
   wrote: by default it becomes the assistant's text answer, and its tool span is left out
-  (``Smolagents(control_calls=True)`` keeps it as a call).
+  (``Smolagents(control_calls=True)``, from ``--control-calls include=smolagents.final_answer``,
+  keeps it as a call).
 
 History ``tool-call`` messages become assistant messages with their calls (ids included), so
 replays deduplicate; ``tool-response`` texts are dropped: the tool spans give each call's result.

@@ -2,8 +2,9 @@
 
 One frozen dataclass, so that the receivers and tests share the numbers and the operator docs can
 quote them. Every figure below was measured on the 2-core test VM (benchmarks/
-bench_inflight_memory.py); ``DEFAULT_MEMORY_BUDGET`` plus the gRPC arrival bound plus the
-server's own ~140 MB keep the process under 1 GB whatever clients send (docs/reliability.md).
+bench_inflight_memory.py); ``DEFAULT_MEMORY_BUDGET`` (gRPC reads included), the copies made
+while one message is handed over, and the server's own ~140 MB keep the process under 1 GB
+whatever clients send (docs/reliability.md, "The bound").
 """
 
 from __future__ import annotations

@@ -77,8 +77,9 @@ class _Splitter:
         self.max_items = max_items
         self.max_bytes = max_bytes
         self.limit = limit
-        # the chunk being filled: [(resource fields, [(scope fields, [item fields])])]
-        self.groups: list[tuple[bytes, list[tuple[bytes, list[memoryview]]]]] = []
+        # the chunk being filled: [(resource fields, [(scope fields, [[item start, end]])])],
+        # contiguous items as one range
+        self.groups: list[tuple[bytes, list[tuple[bytes, list[list[int]]]]]] = []
         self.items = 0
         self.size = 0
 
@@ -92,33 +93,45 @@ class _Splitter:
             resource, scopes = _partition(view, start, end)
             for _, scope_start, scope_end in scopes:
                 scope, items = _partition(view, scope_start, scope_end)
-                for item in items:
-                    yield from self._add(resource, scope, *item)
+                yield from self._scope(resource, scope, items)
         if self.items:
             yield self._flush()
 
-    def _add(
-        self, resource: bytes, scope: bytes, field_start: int, start: int, end: int
+    def _scope(
+        self, resource: bytes, scope: bytes, items: list[tuple[int, int, int]]
     ) -> Iterator[Chunk]:
-        field = self.view[field_start:end]
-        size = len(field)
-        if self.items and (self.items >= self.max_items or self.size + size > self.max_bytes):
-            yield self._flush()
-        if size > self.max_bytes:  # a big item: alone, its nested values counted
-            cost = item_cost(self.view[start:end], self.kind, self.limit)
-            yield Chunk(_request([(resource, [(scope, [field])])]), 1, cost)
-            return
+        """Add one scope's items, flushing chunks as they fill (the hot loop: one pass per item)."""
+        ranges: list[list[int]] | None = None  # this scope's ranges in the current chunk
+        for field_start, value_start, end in items:
+            size = end - field_start
+            if self.items and (self.items >= self.max_items or self.size + size > self.max_bytes):
+                yield self._flush()
+                ranges = None
+            if size > self.max_bytes:  # a big item: alone, its nested values counted
+                cost = item_cost(self.view[value_start:end], self.kind, self.limit)
+                data = _request([(resource, [(scope, [[field_start, end]])])], self.view)
+                yield Chunk(data, 1, cost)
+                continue
+            if ranges is None:
+                ranges = self._ranges(resource, scope)
+            if ranges and ranges[-1][1] == field_start:
+                ranges[-1][1] = end
+            else:
+                ranges.append([field_start, end])
+            self.items += 1
+            self.size += size
+
+    def _ranges(self, resource: bytes, scope: bytes) -> list[list[int]]:
         if not self.groups or self.groups[-1][0] is not resource:
             self.groups.append((resource, []))
         scopes = self.groups[-1][1]
         if not scopes or scopes[-1][0] is not scope:
             scopes.append((scope, []))
-        scopes[-1][1].append(field)
-        self.items += 1
-        self.size += size
+        return scopes[-1][1]
 
     def _flush(self) -> Chunk:
-        chunk = Chunk(_request(self.groups), self.items, chunk_cost(self.items, self.size))
+        data = _request(self.groups, self.view)
+        chunk = Chunk(data, self.items, chunk_cost(self.items, self.size))
         self.groups, self.items, self.size = [], 0, 0
         return chunk
 
@@ -149,13 +162,26 @@ def _partition(view: memoryview, start: int, end: int) -> tuple[bytes, list[tupl
     (field start, value start, value end)."""
     own: list[memoryview] = []
     children: list[tuple[int, int, int]] = []
-    for number, value_start, value_end, wire_type, field_start in _fields(view, start, end):
+    pos = start
+    while pos < end:
+        if view[pos] == _ITEMS << 3 | _LEN:  # a child with a one-byte key: inlined (hot)
+            length, value_start = view[pos + 1], pos + 2
+            if length >= 0x80:
+                length, value_start = _varint(view, pos + 1)
+            value_end = value_start + length
+            if value_end > end:
+                raise _Malformed("truncated message")
+            children.append((pos, value_start, value_end))
+            pos = value_end
+            continue
+        number, value_start, value_end, wire_type = _field_at(view, pos, end)
         if number == _ITEMS:
             if wire_type != _LEN:
                 raise _Malformed(f"field {number} has wire type {wire_type}")
-            children.append((field_start, value_start, value_end))
+            children.append((pos, value_start, value_end))
         else:
-            own.append(view[field_start:value_end])
+            own.append(view[pos:value_end])
+        pos = value_end
     return b"".join(own), children
 
 
@@ -167,25 +193,30 @@ def _fields(view: memoryview, start: int, end: int) -> Iterator[_Field]:
     ``view[start:end]``."""
     pos = start
     while pos < end:
-        field_start = pos
-        key, pos = _varint(view, pos)
-        wire_type = key & 7
-        if wire_type == 0:
-            _, value_end = _varint(view, pos)
-            value_start = pos
-        elif wire_type == _LEN:
-            length, value_start = _varint(view, pos)
-            value_end = value_start + length
-        elif wire_type == 1:
-            value_start, value_end = pos, pos + 8
-        elif wire_type == 5:
-            value_start, value_end = pos, pos + 4
-        else:
-            raise _Malformed(f"unsupported wire type {wire_type}")
-        if value_end > end or key >> 3 == 0:
-            raise _Malformed("truncated message" if value_end > end else "field number 0")
-        yield key >> 3, value_start, value_end, wire_type, field_start
+        number, value_start, value_end, wire_type = _field_at(view, pos, end)
+        yield number, value_start, value_end, wire_type, pos
         pos = value_end
+
+
+def _field_at(view: memoryview, pos: int, end: int) -> tuple[int, int, int, int]:
+    """(field number, value start, value end, wire type) of the field at ``pos``."""
+    key, pos = _varint(view, pos)
+    wire_type = key & 7
+    if wire_type == 0:
+        _, value_end = _varint(view, pos)
+        value_start = pos
+    elif wire_type == _LEN:
+        length, value_start = _varint(view, pos)
+        value_end = value_start + length
+    elif wire_type == 1:
+        value_start, value_end = pos, pos + 8
+    elif wire_type == 5:
+        value_start, value_end = pos, pos + 4
+    else:
+        raise _Malformed(f"unsupported wire type {wire_type}")
+    if value_end > end or key >> 3 == 0:
+        raise _Malformed("truncated message" if value_end > end else "field number 0")
+    return key >> 3, value_start, value_end, wire_type
 
 
 def _varint(view: memoryview, pos: int) -> tuple[int, int]:
@@ -204,13 +235,16 @@ def _varint(view: memoryview, pos: int) -> tuple[int, int]:
             raise _Malformed("varint too long")
 
 
-def _request(groups: list[tuple[bytes, list[tuple[bytes, list[memoryview]]]]]) -> bytes:
-    """A request holding ``groups`` of items: field 1 per resource, field 2 per scope."""
+def _request(
+    groups: list[tuple[bytes, list[tuple[bytes, list[list[int]]]]]], view: memoryview
+) -> bytes:
+    """A request holding ``groups`` of items (ranges of ``view``): field 1 per resource,
+    field 2 per scope."""
     out: list[bytes | memoryview] = []
     for resource, scopes in groups:
         inner: list[bytes | memoryview] = [resource]
-        for scope, items in scopes:
-            body = b"".join([scope, *items])
+        for scope, ranges in scopes:
+            body = b"".join([scope, *(view[start:end] for start, end in ranges)])
             inner += [_key_length(_ITEMS, len(body)), body]
         payload = b"".join(inner)
         out += [_key_length(1, len(payload)), payload]

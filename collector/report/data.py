@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolscore.collector.export.attributes import explanation
+from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED, explanation, pass_label
 from toolscore.storage.database import Connection
 from toolscore.storage.reports import daily_scores, worst_scores
 from toolscore.storage.tool_scores import ToolScore, most_often_wrong, thresholds
@@ -76,6 +76,8 @@ class WorstConversation:
     day: str
     trace_id: str
     explanation: str
+    # no score because arguments it compares were not recorded (collector/not_evaluated.py)
+    not_evaluated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,7 @@ def load_report(
             explanation=explanation(
                 r.score, r.error, r.details, r.predicted_count, r.expected_count
             ),
+            not_evaluated=pass_label(r.score, 1.0, r.details) == LABEL_NOT_EVALUATED,
         )
         for r in worst_scores(conn, since, until, expectation_id, limit=worst_limit)
     )

@@ -218,7 +218,9 @@ def render_html(report: Report, *, title: str = "toolscore report") -> str:
             "<th>Expectation · metric</th><th>Day</th><th>Explanation</th></tr></thead><tbody>"
         )
         for w in report.worst:
-            if w.score is None:
+            if w.not_evaluated:
+                score = '<span class="err">not_evaluated</span>'
+            elif w.score is None:
                 score = '<span class="err">error</span>'
             else:
                 score = f'<span class="fail">{w.score:.3f}</span>'

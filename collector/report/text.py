@@ -106,6 +106,7 @@ def render_text(report: Report, width: int = 100) -> str:
         lines += ["", "Worst conversations (failing or not scored):"]
         for w in report.worst:
             score = "error" if w.score is None else f"{w.score:.3f}"
+            score = "not_evaluated" if w.not_evaluated else score
             head = f"  {score:>6}  {w.conversation_id}  {w.expectation_id}/{w.metric}  {w.day}"
             lines.append(_cut(terminal_safe(head), width))
             lines.append(_cut(terminal_safe(f"          {w.explanation}"), width))

@@ -153,3 +153,23 @@ def test_a_bad_line_is_named(tmp_path: Path, recorded: list[ReadableSpan]) -> No
     assert f"{traces}:4:" in result.stderr
     missing = toolscore(str(tmp_path / "nope.jsonl"), "--refs", str(refs))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_control_calls_are_left_out_unless_included_as_for_serve(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    transfer = {"name": "transfer_to_billing", "args": {}}
+    ref = {"toolscore.reference.id": "weather"}
+    genai_agent_trace(provider.get_tracer("app"), "ev-hand", [WEATHER, transfer], "w?", ref)
+    traces, refs = _files(tmp_path, list(exporter.get_finished_spans()))
+
+    def accuracy(*options: str) -> Any:
+        result = toolscore(str(traces), "--refs", str(refs), *options)
+        assert result.returncode in (0, 1), result.stderr
+        return json.loads(result.stdout)["tool_call_accuracy"]
+
+    assert accuracy() == 1.0  # default exclude: the handoff is not the user's call
+    assert accuracy("--control-calls", "include=handoff") == 0.0  # two calls against one
+    bad = toolscore(str(traces), "--refs", str(refs), "--control-calls", "include=nope")
+    assert bad.returncode == 2 and "unknown control-call kind 'nope'" in bad.stderr

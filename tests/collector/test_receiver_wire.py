@@ -4,6 +4,7 @@ estimated first (collector/receiver/wire.py; issue 9, point 7)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,20 @@ def test_log_requests_are_split_too() -> None:
     assert bodies == [f"line {i}" for i in range(25)]
 
 
-def _rss_mb() -> float:
-    match = re.search(r"VmRSS:\s+(\d+)", Path("/proc/self/status").read_text())
+def _rss_mb(field: str = "VmRSS") -> float:
+    match = re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text())
     assert match is not None
     return int(match.group(1)) / 1024
+
+
+def _peak_growth(parse: Callable[[], object]) -> float:
+    """Bytes the process's peak RSS grew by while ``parse()`` ran (VmHWM reset first)."""
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _rss_mb()
+    parsed = parse()
+    grown = (_rss_mb("VmHWM") - before) * 2**20
+    del parsed
+    return grown
 
 
 def _len_field(number: int, payload: bytes) -> bytes:
@@ -101,11 +112,9 @@ def test_what_a_chunk_costs_to_parse_is_never_underestimated(shape: str) -> None
     spans = b"\x12\x00" * n if shape == "empty spans" else _len_field(2, span)
     body = _len_field(1, _len_field(2, spans))
     for part in split(body, False, 10_000, 1 << 20, LIMIT):
-        before = _rss_mb()
-        parsed = ExportTraceServiceRequest.FromString(part.data)
-        grown = (_rss_mb() - before) * 2**20
+        data = part.data
+        grown = _peak_growth(lambda d=data: ExportTraceServiceRequest.FromString(d))
         assert grown <= part.cost, (shape, grown, part.cost)
-        del parsed
     assert chunk_cost(10_000, 1 << 20) < 64 * 2**20  # what any ordinary chunk may reserve
 
 
@@ -123,3 +132,29 @@ def test_a_big_items_nested_values_are_counted_and_counting_stops_over_the_limit
 def test_broken_framing_is_a_decode_error(body: bytes) -> None:
     with pytest.raises(DecodeError, match="not a valid ExportTraceServiceRequest"):
         list(split(body, False, 10, 1 << 20, LIMIT))
+
+
+@pytest.mark.parametrize(
+    "spans",
+    [
+        "{}",  # empty spans: 82x their text when parsed
+        '{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"t"}',
+        '{"attributes":[{"key":"a","value":{"arrayValue":{"values":['
+        + ",".join(["{}"] * 50)
+        + "]}}}]}",
+        '{"unknown":[' + ",".join(['"a"'] * 50) + "]}",  # strings kept by json.loads
+    ],
+)
+def test_what_parsing_otlp_json_costs_is_never_underestimated(spans: str) -> None:
+    """OTLP/JSON is parsed whole: its reservation (core._json_cost) covers the parse."""
+    from toolscore.collector.decode import parse_traces_json
+    from toolscore.collector.receiver.core import _json_cost
+
+    n = 200_000 // max(1, spans.count(",") // 5)
+    body = '{"resourceSpans":[{"scopeSpans":[{"spans":[' + ",".join([spans] * n) + "]}]}]}"
+    data = body.encode()
+    before = _rss_mb()
+    parsed = parse_traces_json(data)
+    grown = (_rss_mb() - before) * 2**20
+    assert grown <= _json_cost(data), (grown, _json_cost(data))
+    del parsed

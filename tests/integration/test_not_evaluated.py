@@ -238,3 +238,4 @@ def test_unrecorded_arguments_are_not_evaluated_everywhere(
     today = dt.datetime.now(dt.UTC).date().isoformat()
     report = _command("report", "--db", db_url, "--since", today)
     assert "not evaluated: the arguments of 2 of 2 call(s) were not recorded" in report
+    assert f"not_evaluated  {PYDANTIC}" in report  # the worst list's score column

@@ -37,6 +37,9 @@ def _run(scenario: str, transport: str) -> BurstRun:
 
 
 @pytest.mark.slow
+# 3,000,000 spans stored in SQLite: 105-190 s on the 2-core machine shared with other work,
+# over 300 s at a load average of 15
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("transport", ["http", "grpc"])
 @pytest.mark.parametrize(
     "scenario", ["three requests of 1,000,000 tiny spans", "sixteen requests of 57 MB"]
@@ -49,6 +52,9 @@ def test_concurrent_huge_requests_are_stored_under_the_memory_bound(
     ok, retry = ("200", "503") if transport == "http" else ("OK", "UNAVAILABLE")
     assert run.answers[ok] == run.clients  # every request acknowledged in the end...
     assert set(run.answers) <= {ok, retry}  # ...after retryable refusals only
+    if transport == "http" and run.clients == 16:
+        # 16 x 57 MB is over the budget: bodies past it were refused (gRPC calls wait instead)
+        assert run.answers[retry] > 0
     assert run.stored == run.acknowledged == run.clients * run.spans
     assert run.peak_mb < BOUND_MB
     # handed back afterwards (malloc_trim): what stays is allocator slack (100-155 MB measured)
