@@ -76,9 +76,7 @@ def ingest(engine: Engine, spans: Sequence[SpanRecord], at_ns: int) -> None:
     for i in range(0, len(spans), 3_500):
         chunk = spans[i : i + 3_500]
         with engine.begin() as conn:
-            insert_ignore_duplicates(
-                conn, spans_table, [span_row(s, at_ns) for s in chunk], ("trace_id", "span_id")
-            )
+            insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in chunk])
             assign_spans(conn, chunk, received_at_ns=at_ns, config=AssignConfig())
 
 

@@ -91,9 +91,7 @@ def conversation_spans(conv_id: str, poison: Poison) -> list[SpanRecord]:
 
 def ingest(engine: Engine, spans: Sequence[SpanRecord], at_ns: int) -> None:
     with engine.begin() as conn:
-        insert_ignore_duplicates(
-            conn, spans_table, [span_row(s, at_ns) for s in spans], ("trace_id", "span_id")
-        )
+        insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in spans])
         assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig())
 
 

@@ -40,9 +40,7 @@ def fixture_spans(reference_id: str | None = None) -> tuple[list[SpanRecord], li
 
 def store(engine: Engine, spans: Sequence[SpanRecord], at_ns: int = 10**18) -> str:
     with engine.begin() as conn:
-        insert_ignore_duplicates(
-            conn, spans_table, [span_row(s, at_ns) for s in spans], ("trace_id", "span_id")
-        )
+        insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in spans])
         assign_spans(conn, spans, received_at_ns=at_ns, config=ASSIGN)
     return CONV_ID
 
