@@ -74,14 +74,14 @@ class MemoryBudget:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
 
-    def _give_back(self, n: int) -> None:
+    def _give_back(self, n: int, trim: bool = True) -> None:
         self.used -= n
         self._metrics.memory_reserved.set(self.used)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:  # each checks again whether its room is there
             if not waiter.done():
                 waiter.set_result(None)
-        if n >= TRIM_AFTER_BYTES:
+        if trim and n >= TRIM_AFTER_BYTES:
             self._trim.soon()
 
 
@@ -107,11 +107,12 @@ class Reservation:
         self.held += n
 
     def shrink(self, n: int) -> None:
-        """Give back ``n`` of the bytes held (at most all of them)."""
+        """Give back ``n`` of the bytes held (at most all of them): room reserved but never
+        filled (a gRPC read's allowance beyond the message), so no heap to trim."""
         n = min(n, self.held)
         if n > 0:
             self.held -= n
-            self._budget._give_back(n)
+            self._budget._give_back(n, trim=False)
 
     def close(self) -> None:
         held, self.held = self.held, 0
