@@ -40,7 +40,6 @@ PENDING_FUNCTIONS: set[tuple[str, str]] = set()
 PENDING_COMPLEX: set[str] = {
     "collector/commands/conversations.py",
     "scorer/accuracy.py",
-    "scorer/assignment.py",
     "scorer/bulk.py",
 }
 
