@@ -39,7 +39,6 @@ PENDING_FUNCTIONS: set[tuple[str, str]] = set()
 #: Modules with a function over ruff's complexity rules (listed in per-file-ignores).
 PENDING_COMPLEX: set[str] = {
     "collector/commands/conversations.py",
-    "scorer/bulk.py",
 }
 
 
