@@ -30,14 +30,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import (
-    SPANS_PER_TRACE,
-    _children_cpu_s,
-    _latencies,
-    _load,
-    _prepare,
-    _Server,
-)
+from bench_pipeline import _children_cpu_s, _latencies, _prepare, _Server
+from pipeline_load import SPANS_PER_TRACE
+from pipeline_load import load as _load
 from sqlalchemy import create_engine, text
 
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -34,7 +34,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import SPANS_PER_TRACE, TRACES_PER_REQUEST, _latencies, _payloads, _prepare
+from bench_pipeline import _latencies, _prepare
+from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
+from pipeline_load import payloads as _payloads
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
 

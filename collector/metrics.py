@@ -11,6 +11,14 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # registration order is exposition order: keep it
+        self._add_receiver_metrics()
+        self._add_ingest_metrics()
+        self._add_health_metrics()
+        self._add_admission_metrics()
+
+    def _add_receiver_metrics(self) -> None:
+        """What the receiver accepted, refused and truncated, per signal and transport."""
         r = self.registry
         self.accepted = Counter(
             "toolscore_receiver_accepted_items",
@@ -54,6 +62,10 @@ class Metrics:
             ["signal"],
             registry=r,
         )
+
+    def _add_ingest_metrics(self) -> None:
+        """The ingest writer's queue, group-commit batches and failed transactions."""
+        r = self.registry
         self.queue_spans = Gauge(
             "toolscore_ingest_queue_items",
             "Spans and log records waiting to be committed.",
@@ -88,6 +100,10 @@ class Metrics:
             "non-retryable error (INVALID_ARGUMENT / 400) while the rest of their batch committed.",
             registry=r,
         )
+
+    def _add_health_metrics(self) -> None:
+        """Whether the service is healthy, and stuck database work that would make it not."""
+        r = self.registry
         self.healthy = Gauge(
             "toolscore_healthy",
             "1 while /health answers 200 and gRPC health SERVING; 0 while the database does not "
@@ -105,7 +121,6 @@ class Metrics:
             "was shut down and discarded.",
             registry=r,
         )
-        self._add_admission_metrics()
 
     def _add_admission_metrics(self) -> None:
         """What the receiver's defences against resource-holding clients do (issue 9, 4/7)."""

@@ -149,11 +149,9 @@ class ToolCallAccuracy:
     ) -> tuple[float, dict[str, Any]]:
         """:meth:`_evaluate_general` specialised to Ragas's defaults (same result, less work)."""
         n_p, n_r = len(predicted), len(ref)
-        if self.order == "strict":
-            r_order: Sequence[int] = range(n_r)
-            p_order: Sequence[int] = range(n_p)
-        else:
-            r_order, p_order = sorted_indices(ref), sorted_indices(predicted)
+        strict = self.order == "strict"  # else flexible: paired in name order
+        r_order: Sequence[int] = range(n_r) if strict else sorted_indices(ref)
+        p_order: Sequence[int] = range(n_p) if strict else sorted_indices(predicted)
         score = 0.0
         share = 1.0 / n_r
         aligned = n_p == n_r

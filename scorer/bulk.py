@@ -102,25 +102,20 @@ def _predicted(messages: Any) -> list[dict[str, Any]] | None:
                 metadata = message.get("metadata")
                 if metadata is not None and type(metadata) is not dict:
                     return None
-                if kind == "ai":
-                    raw = message.get("tool_calls")
+                raw = message.get("tool_calls")  # read on ai messages only (below)
             if kind == "ai":
+                # None or [] are no calls; anything else must be a list of plain calls
+                if raw is not None and _calls(raw) is None:
+                    return None
                 if raw:
-                    if _calls(raw) is None:
-                        return None
                     # the first message's list itself (the decoded sample is not shared)
                     predicted = predicted + raw if predicted else raw
                     previous = "ai+calls"
-                elif raw is None or raw == []:
-                    previous = "ai"
                 else:
-                    return None
-            elif kind == "tool":
-                if previous != "ai+calls":
-                    return None
+                    previous = "ai"
             elif kind == "human":
                 previous = "human"
-            else:
+            elif kind != "tool" or previous != "ai+calls":  # a tool message answers calls
                 return None
     except KeyError:
         return None
@@ -148,16 +143,7 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
         return None
     row: Row = {"id": obj.get("id")}
     if identical:  # the common case of a perfect prediction: every score is 1.0
-        if not details:
-            for name, _ in plan:
-                row[name] = 1.0
-            return row
-        explanations: Row = {}
-        for name, is_f1 in plan:
-            row[name] = 1.0
-            explanations[name] = exact_f1(ref) if is_f1 else exact_accuracy(ref)
-        row["details"] = explanations
-        return row
+        return _perfect_row(plan, ref, row, details)
     if not details:
         for name, is_f1 in plan:
             row[name] = f1_value(pred, ref) if is_f1 else accuracy_value(pred, ref)
@@ -168,6 +154,20 @@ def fast_row(plan: Plan, obj: Any, details: bool = True) -> Row | None:
             row[name], explanations[name] = f1(pred, ref)
         else:
             row[name], explanations[name] = accuracy(pred, ref)
+    row["details"] = explanations
+    return row
+
+
+def _perfect_row(plan: Plan, ref: list[dict[str, Any]], row: Row, details: bool) -> Row:
+    """``row`` completed for predicted calls identical to the reference ``ref``."""
+    if not details:
+        for name, _ in plan:
+            row[name] = 1.0
+        return row
+    explanations: Row = {}
+    for name, is_f1 in plan:
+        row[name] = 1.0
+        explanations[name] = exact_f1(ref) if is_f1 else exact_accuracy(ref)
     row["details"] = explanations
     return row
 

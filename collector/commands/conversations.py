@@ -207,9 +207,24 @@ def _predicted(call: Mapping[str, Any]) -> str:
 
 
 def render_conversation(data: Mapping[str, Any]) -> list[str]:
-    conv = data["conversation"]
+    pruned = data["conversation"].get("pruned_through_ns") is not None
+    lines = _render_header(data["conversation"], data["expectation"])
+    lines += _render_messages(data, pruned)
+    lines += _render_calls(data)
+    if "spans" in data:
+        lines += render_spans(data["spans"], pruned)
+    past = data.get("revision")
+    lines += ["", "scores:" if past is None else f"scores (revision {past}):"]
+    if not data["evaluations"]:
+        lines.append("  (not scored)")
+    for evaluation in data["evaluations"]:
+        lines.extend(_render_evaluation(evaluation))
+    return lines
+
+
+def _render_header(conv: Mapping[str, Any], shown: Mapping[str, Any]) -> list[str]:
+    """The conversation's own fields: status, times, expectation, error, warning, pruning."""
     scored = f", scored {format_time(_parse(conv['scored_at']))}" if conv["scored_at"] else ""
-    shown = data["expectation"]
     matched = "-" if shown["id"] is None else f"{shown['id']}@{shown['version']}"
     lines = [
         f"conversation {conv['id']}",
@@ -229,60 +244,56 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
         lines.append(f"  why unmatched   {conv['unmatched_reason']}")
     if conv.get("warning"):
         lines.append(f"  warning         {conv['warning']}")
-
-    pruned = conv.get("pruned_through_ns") is not None
-    if pruned:
+    if conv.get("pruned_through_ns") is not None:
         when = dt_from_ns(conv["pruned_through_ns"])
         lines.append(f"  spans pruned    received up to {format_time(when)} (span retention)")
-    messages = data.get("messages")
-    if messages is not None:
-        title = "messages received after the pruning" if pruned else "messages"
-        lines += ["", f"{title} ({len(messages)}):"]
-        for message in messages:
-            kind = str(message.get("type", "?"))
-            content = clip(str(message.get("content") or ""), 90)
-            lines.append(f"  {kind:6} {content}".rstrip())
-            for call in message.get("tool_calls") or ():
-                lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
-    elif "messages" in data and pruned:
-        lines += ["", "messages: pruned (span retention deleted the spans; calls and scores kept)"]
-    elif "messages" in data:
-        lines += ["", "messages: (no spans stored for this conversation)"]
+    return lines
 
+
+def _render_messages(data: Mapping[str, Any], pruned: bool) -> list[str]:
+    """The rebuilt messages, when asked for (``messages`` in ``data``)."""
+    messages = data.get("messages")
+    if messages is None:
+        if "messages" not in data:
+            return []
+        if pruned:
+            gone = "messages: pruned (span retention deleted the spans; calls and scores kept)"
+            return ["", gone]
+        return ["", "messages: (no spans stored for this conversation)"]
+    title = "messages received after the pruning" if pruned else "messages"
+    lines = ["", f"{title} ({len(messages)}):"]
+    for message in messages:
+        kind = str(message.get("type", "?"))
+        content = clip(str(message.get("content") or ""), 90)
+        lines.append(f"  {kind:6} {content}".rstrip())
+        for call in message.get("tool_calls") or ():
+            lines.append(f"         -> {format_call(call.get('name'), call.get('args'))}")
+    return lines
+
+
+def _render_calls(data: Mapping[str, Any]) -> list[str]:
+    """Predicted and reference calls side by side, with the convention that read each."""
     predicted = [_predicted(c) for c in data["tool_calls"]]
     expected = _flat_reference(data["reference_tool_calls"])
     revision = data["tool_calls"][0]["revision"] if data["tool_calls"] else None
     title = "tool calls" + (f" (revision {revision})" if revision is not None else "")
-    lines += ["", f"{title}:"]
+    lines = ["", f"{title}:"]
     if not predicted and not expected:
-        lines.append("  (none)")
-    else:
-        conventions = [c["convention"] for c in data["tool_calls"]]
-        rows = []
-        for i in range(max(len(predicted), len(expected))):
-            rows.append(
-                [
-                    str(i + 1),
-                    predicted[i] if i < len(predicted) else "-",
-                    expected[i] if i < len(expected) else "-",
-                    conventions[i] if i < len(conventions) else "",
-                ]
-            )
-        reference_title = (
-            "REFERENCE" if data["reference_tool_calls"] is not None else "(no reference)"
+        return [*lines, "  (none)"]
+    conventions = [c["convention"] for c in data["tool_calls"]]
+    rows = []
+    for i in range(max(len(predicted), len(expected))):
+        rows.append(
+            [
+                str(i + 1),
+                predicted[i] if i < len(predicted) else "-",
+                expected[i] if i < len(expected) else "-",
+                conventions[i] if i < len(conventions) else "",
+            ]
         )
-        table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
-        lines.extend("  " + line for line in table.splitlines())
-
-    if "spans" in data:
-        lines += render_spans(data["spans"], pruned)
-
-    past = data.get("revision")
-    lines += ["", "scores:" if past is None else f"scores (revision {past}):"]
-    if not data["evaluations"]:
-        lines.append("  (not scored)")
-    for evaluation in data["evaluations"]:
-        lines.extend(_render_evaluation(evaluation))
+    reference_title = "REFERENCE" if data["reference_tool_calls"] is not None else "(no reference)"
+    table = render_table(["#", "PREDICTED", reference_title, "CONVENTION"], rows, max_width=60)
+    lines.extend("  " + line for line in table.splitlines())
     return lines
 
 

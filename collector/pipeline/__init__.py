@@ -4,5 +4,7 @@
 - ``hook``: the ``IngestHook`` wrapping it;
 - ``claim``: when a conversation is complete, and claiming it in the database;
 - ``score``: reconstruct, match, score and write the evaluation history;
+- ``rounds``: one round, blocking (claim, score, write), and the outcome counters;
+- ``child``: rounds in a child process (``ScoringProcess``);
 - ``worker``: the ``serve`` component that ties claim and score together.
 """

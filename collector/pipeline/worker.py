@@ -21,263 +21,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import datetime as dt
 import functools
-import gc
 import logging
 import multiprocessing
 import os
-import signal
-import socket
-import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.pipeline.claim import (
-    NS,
-    Claimed,
-    SizeLimits,
-    Timing,
-    claim_ready,
-    next_due_ns,
+from toolscore.collector.pipeline.child import ScoringProcess, _child_big, _child_init, _child_round
+from toolscore.collector.pipeline.claim import NS, Claimed, SizeLimits, Timing
+from toolscore.collector.pipeline.rounds import (
+    DEFAULT_LIMITS,
+    PipelineStats,
+    RoundResult,
+    RoundRunner,
+    default_worker_id,
 )
-from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.database import Database
-from toolscore.storage.leases import renew_leases, span_counts
+
+# Re-exported: importers and tests know these names from here.
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Observer",
+    "PipelineStats",
+    "PipelineWorker",
+    "RoundResult",
+    "RoundRunner",
+    "ScoringProcess",
+    "_child_init",
+    "default_worker_id",
+]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LIMITS = SizeLimits()
-
 Observer = Callable[[Sequence[str], Sequence[float]], None]  # statuses, latencies (s)
-
-
-@dataclass(frozen=True, slots=True)
-class RoundResult:
-    claimed: int
-    due_ns: int | None  # when the next conversation becomes ready (when nothing was claimed)
-    statuses: tuple[str, ...] = ()  # scored / unmatched / error, one per written conversation
-    latencies: tuple[float, ...] = ()  # seconds from its last span to its rows, likewise
-    # Claimed but left for :meth:`RoundRunner.score_big` (still claimed: renew their leases).
-    big: tuple[Claimed, ...] = ()
-    ids: tuple[str, ...] = ()  # the written conversations, likewise
-    reasons: tuple[str | None, ...] = ()  # why unmatched / the error, likewise
-
-
-@dataclass(slots=True)
-class PipelineStats:
-    """Counters since start (read by tests and the benchmark)."""
-
-    scored: int = 0
-    unmatched: int = 0
-    errors: int = 0
-    rounds: int = 0
-    latency_s: list[float] = field(default_factory=list)  # the most recent ones
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, result: RoundResult) -> None:
-        with self.lock:
-            self.rounds += 1
-            for status in result.statuses:
-                if status == "scored":
-                    self.scored += 1
-                elif status == "unmatched":
-                    self.unmatched += 1
-                else:
-                    self.errors += 1
-            self.latency_s.extend(result.latencies)
-            del self.latency_s[:-10_000]
-
-
-def default_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class RoundRunner:
-    """One round, blocking: claim ready conversations, score them, write their revisions."""
-
-    def __init__(
-        self,
-        engine: Database,
-        config: ScoringConfig,
-        *,
-        timing: Timing,
-        batch_size: int,
-        worker_id: str,
-        clock_ns: Callable[[], int] = time.time_ns,
-        control_calls: ControlCalls = DEFAULT_CONTROL,
-        limits: SizeLimits = DEFAULT_LIMITS,
-    ) -> None:
-        self.engine = engine
-        self.control_calls = control_calls
-        self.limits = limits
-        self.config = config
-        self.timing = timing
-        self.batch_size = batch_size
-        self.worker_id = worker_id
-        self._clock_ns = clock_ns
-
-    def run_once(self) -> RoundResult:
-        now_ns = self._clock_ns()
-        with self.engine.begin() as conn:
-            claimed = claim_ready(
-                conn,
-                worker_id=self.worker_id,
-                now_ns=now_ns,
-                timing=self.timing,
-                limit=self.batch_size,
-            )
-        if not claimed:
-            with self.engine.connect() as conn:
-                return RoundResult(0, next_due_ns(conn, now_ns=now_ns, timing=self.timing))
-        with self.engine.connect() as conn:
-            counts = span_counts(conn, [c.conversation_id for c in claimed])
-            conn.rollback()
-        big = [c for c in claimed if self.limits.big_spans < counts.get(c.conversation_id, 0)]
-        refuse = {
-            c.conversation_id: self._too_big(counts[c.conversation_id])
-            for c in big
-            if counts[c.conversation_id] > self.limits.max_spans
-        }
-        big = [c for c in big if c.conversation_id not in refuse]
-        for c in big:
-            log.info(
-                "conversation %s has %d spans: scored on its own, beside the rounds",
-                c.conversation_id,
-                counts[c.conversation_id],
-            )
-        now_done = [c for c in claimed if c not in big]
-        result = self._score(now_done, refuse)
-        return dataclasses.replace(result, claimed=len(claimed), big=tuple(big))
-
-    def score_big(self, claimed: Claimed) -> RoundResult:
-        """Score one conversation left aside by :meth:`run_once` (its caller renews the lease)."""
-        return self._score([claimed], {})
-
-    def _too_big(self, spans: int) -> str:
-        return (
-            f"not scored: the conversation has {spans} spans, more than the limit of "
-            f"{self.limits.max_spans} per conversation (serve --max-conversation-spans, env "
-            "TOOLSCORE_MAX_CONVERSATION_SPANS); its spans are stored, none were loaded"
-        )
-
-    def _score(self, claimed: Sequence[Claimed], refuse: dict[str, str]) -> RoundResult:
-        if not claimed:
-            return RoundResult(0, None)
-        with self.engine.connect() as conn:
-            computed = compute(
-                conn,
-                [c.conversation_id for c in claimed],
-                self.config,
-                control_calls=self.control_calls,
-                refuse=refuse,
-            )
-            conn.rollback()
-        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
-        seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
-        with self.engine.begin() as conn:
-            outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
-        done_ns = self._clock_ns()
-        return RoundResult(
-            len(claimed),
-            None,
-            tuple(o.status for o in outcomes),
-            tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
-            ids=tuple(o.conversation_id for o in outcomes),
-            reasons=tuple(o.unmatched_reason or o.error for o in outcomes),
-        )
-
-    def renew(self, conversation_ids: Sequence[str]) -> list[str]:
-        """Renew this worker's leases on ``conversation_ids``; the ids still held."""
-        until_ns = self._clock_ns() + int(self.timing.lease_s * NS)
-        with self.engine.begin() as conn:
-            return renew_leases(
-                conn,
-                conversation_ids,
-                worker_id=self.worker_id,
-                until=dt.datetime.fromtimestamp(until_ns / NS, tz=dt.UTC),
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class ScoringProcess:
-    """Run rounds in a child process: it connects to ``db_url`` and loads its scoring config
-    from ``config_path`` (``None``: the default config), as the server did."""
-
-    db_url: str
-    config_path: Path | None = None
-    control_calls: ControlCalls = DEFAULT_CONTROL
-    log_level: str = "INFO"  # the child logs like the server (a spawned process starts bare)
-    log_format: str = "text"
-
-
-_child_runner: RoundRunner | None = None
-
-
-def _child_init(
-    spec: ScoringProcess,
-    timing: Timing,
-    batch_size: int,
-    worker_id: str,
-    server_pid: int,
-    limits: SizeLimits = DEFAULT_LIMITS,
-) -> None:
-    global _child_runner
-    # Ctrl-C / SIGTERM reach the whole process group: the server decides when scoring stops
-    # (it finishes the round in progress, then shuts the pool down), not the signal.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # A server killed with SIGKILL cannot shut the pool down: exit when orphaned.
-    threading.Thread(target=_exit_when_orphaned, args=(server_pid,), daemon=True).start()
-    from toolscore.collector.logformat import configure as configure_logging
-    from toolscore.scorer import default_config, load_config
-    from toolscore.storage.database import open_database
-
-    configure_logging(spec.log_level, spec.log_format)
-    config = load_config(spec.config_path) if spec.config_path else default_config()
-    _tune_gc()
-    _child_runner = RoundRunner(
-        open_database(spec.db_url),
-        config,
-        timing=timing,
-        batch_size=batch_size,
-        worker_id=worker_id,
-        control_calls=spec.control_calls,
-        limits=limits,
-    )
-
-
-def _tune_gc() -> None:
-    """A round allocates many short-lived objects (decoded spans, messages, rows) while keeping
-    few: with the default thresholds the collector runs every 700 allocations and its full passes
-    walk every live object. Freezing what start-up created and collecting young objects less
-    often cuts about a tenth of the scoring CPU; memory stays bounded by the round's size."""
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-
-
-def _exit_when_orphaned(server_pid: int, interval_s: float = 1.0) -> None:
-    while os.getppid() == server_pid:
-        time.sleep(interval_s)
-    os._exit(0)  # mid-round work is lost safely: its claims expire, nothing half-written commits
-
-
-def _child_round() -> RoundResult:
-    assert _child_runner is not None, "scoring process not initialised"
-    return _child_runner.run_once()
-
-
-def _child_big(claimed: Claimed) -> RoundResult:
-    assert _child_runner is not None, "scoring process not initialised"
-    return _child_runner.score_big(claimed)
 
 
 def _log_outcomes(result: RoundResult) -> None:

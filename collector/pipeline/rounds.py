@@ -1,0 +1,186 @@
+"""A scoring round, blocking: claim ready conversations, score them, write their revisions.
+
+:class:`RoundRunner` runs in the server process (a thread) or in a scoring child process
+(:mod:`.child`); a conversation with more than ``SizeLimits.big_spans`` spans is left out of its
+round (still claimed) for :meth:`RoundRunner.score_big`, one with more than ``max_spans`` gets
+status ``error`` without being loaded. :class:`PipelineStats` counts the outcomes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.pipeline.claim import (
+    NS,
+    Claimed,
+    SizeLimits,
+    Timing,
+    claim_ready,
+    next_due_ns,
+)
+from toolscore.collector.pipeline.score import compute, write
+from toolscore.scorer import ScoringConfig
+from toolscore.storage.database import Database
+from toolscore.storage.leases import renew_leases, span_counts
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMITS = SizeLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    claimed: int
+    due_ns: int | None  # when the next conversation becomes ready (when nothing was claimed)
+    statuses: tuple[str, ...] = ()  # scored / unmatched / error, one per written conversation
+    latencies: tuple[float, ...] = ()  # seconds from its last span to its rows, likewise
+    # Claimed but left for :meth:`RoundRunner.score_big` (still claimed: renew their leases).
+    big: tuple[Claimed, ...] = ()
+    ids: tuple[str, ...] = ()  # the written conversations, likewise
+    reasons: tuple[str | None, ...] = ()  # why unmatched / the error, likewise
+
+
+@dataclass(slots=True)
+class PipelineStats:
+    """Counters since start (read by tests and the benchmark)."""
+
+    scored: int = 0
+    unmatched: int = 0
+    errors: int = 0
+    rounds: int = 0
+    latency_s: list[float] = field(default_factory=list)  # the most recent ones
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, result: RoundResult) -> None:
+        with self.lock:
+            self.rounds += 1
+            for status in result.statuses:
+                if status == "scored":
+                    self.scored += 1
+                elif status == "unmatched":
+                    self.unmatched += 1
+                else:
+                    self.errors += 1
+            self.latency_s.extend(result.latencies)
+            del self.latency_s[:-10_000]
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class RoundRunner:
+    """One round, blocking: claim ready conversations, score them, write their revisions."""
+
+    def __init__(
+        self,
+        engine: Database,
+        config: ScoringConfig,
+        *,
+        timing: Timing,
+        batch_size: int,
+        worker_id: str,
+        clock_ns: Callable[[], int] = time.time_ns,
+        control_calls: ControlCalls = DEFAULT_CONTROL,
+        limits: SizeLimits = DEFAULT_LIMITS,
+    ) -> None:
+        self.engine = engine
+        self.control_calls = control_calls
+        self.limits = limits
+        self.config = config
+        self.timing = timing
+        self.batch_size = batch_size
+        self.worker_id = worker_id
+        self._clock_ns = clock_ns
+
+    def run_once(self) -> RoundResult:
+        now_ns = self._clock_ns()
+        with self.engine.begin() as conn:
+            claimed = claim_ready(
+                conn,
+                worker_id=self.worker_id,
+                now_ns=now_ns,
+                timing=self.timing,
+                limit=self.batch_size,
+            )
+        if not claimed:
+            with self.engine.connect() as conn:
+                return RoundResult(0, next_due_ns(conn, now_ns=now_ns, timing=self.timing))
+        with self.engine.connect() as conn:
+            counts = span_counts(conn, [c.conversation_id for c in claimed])
+            conn.rollback()
+        big = [c for c in claimed if self.limits.big_spans < counts.get(c.conversation_id, 0)]
+        refuse = {
+            c.conversation_id: self._too_big(counts[c.conversation_id])
+            for c in big
+            if counts[c.conversation_id] > self.limits.max_spans
+        }
+        big = [c for c in big if c.conversation_id not in refuse]
+        for c in big:
+            log.info(
+                "conversation %s has %d spans: scored on its own, beside the rounds",
+                c.conversation_id,
+                counts[c.conversation_id],
+            )
+        now_done = [c for c in claimed if c not in big]
+        result = self._score(now_done, refuse)
+        return dataclasses.replace(result, claimed=len(claimed), big=tuple(big))
+
+    def score_big(self, claimed: Claimed) -> RoundResult:
+        """Score one conversation left aside by :meth:`run_once` (its caller renews the lease)."""
+        return self._score([claimed], {})
+
+    def _too_big(self, spans: int) -> str:
+        return (
+            f"not scored: the conversation has {spans} spans, more than the limit of "
+            f"{self.limits.max_spans} per conversation (serve --max-conversation-spans, env "
+            "TOOLSCORE_MAX_CONVERSATION_SPANS); its spans are stored, none were loaded"
+        )
+
+    def _score(self, claimed: Sequence[Claimed], refuse: dict[str, str]) -> RoundResult:
+        if not claimed:
+            return RoundResult(0, None)
+        with self.engine.connect() as conn:
+            computed = compute(
+                conn,
+                [c.conversation_id for c in claimed],
+                self.config,
+                control_calls=self.control_calls,
+                refuse=refuse,
+            )
+            conn.rollback()
+        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
+        seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
+        with self.engine.begin() as conn:
+            outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
+        done_ns = self._clock_ns()
+        return RoundResult(
+            len(claimed),
+            None,
+            tuple(o.status for o in outcomes),
+            tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
+            ids=tuple(o.conversation_id for o in outcomes),
+            reasons=tuple(o.unmatched_reason or o.error for o in outcomes),
+        )
+
+    def renew(self, conversation_ids: Sequence[str]) -> list[str]:
+        """Renew this worker's leases on ``conversation_ids``; the ids still held."""
+        until_ns = self._clock_ns() + int(self.timing.lease_s * NS)
+        with self.engine.begin() as conn:
+            return renew_leases(
+                conn,
+                conversation_ids,
+                worker_id=self.worker_id,
+                until=dt.datetime.fromtimestamp(until_ns / NS, tz=dt.UTC),
+            )
