@@ -146,6 +146,7 @@ def run_toolscore(
     concurrency: int,
     label: str,
     page_size: int | None = None,
+    python: str = sys.executable,
 ) -> RunFigures:
     from sqlalchemy import func, select
 
@@ -153,7 +154,8 @@ def run_toolscore(
     from toolscore.storage.migrate import upgrade
     from toolscore.storage.telemetry import spans_table
 
-    upgrade(db_url)
+    if python == sys.executable:  # a baseline's own serve migrates to its own schema
+        upgrade(db_url)
     if page_size is not None:  # the A/B peer: the same empty tables with other SQLite pages
         with sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None) as db:
             for pragma in ("journal_mode=DELETE", f"page_size={page_size}", "journal_mode=WAL"):
@@ -163,8 +165,8 @@ def run_toolscore(
     workdir = tempfile.mkdtemp(prefix="toolscore-bench-")
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "toolscore", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
-         "--http", "off", "--no-upgrade", "--log-level", "WARNING"],
+        [python, "-m", "toolscore", "serve", "--db", db_url, "--grpc", f"127.0.0.1:{port}",
+         "--http", "off", "--log-level", "WARNING"] + ["--no-upgrade"] * (python == sys.executable),
         cwd=workdir,  # an empty directory: `-m` puts the cwd first on sys.path
     )  # fmt: skip
     try:
@@ -260,6 +262,14 @@ def _drop_postgres(url: str, admin_url: str) -> None:
     engine.dispose()
 
 
+def _versions(args: argparse.Namespace, run: int) -> list[tuple[str, str]]:
+    """This checkout's serve and the --baseline one's, in alternating order from run to run."""
+    versions = [("toolscore", sys.executable)]
+    if args.baseline:
+        versions.append(("baseline", args.baseline))
+    return versions if run % 2 == 0 else versions[::-1]
+
+
 def _run_all(args: argparse.Namespace) -> list[RunFigures]:
     """Every run of every system asked for, in the order run."""
     from benchmarks.ingest_load import build_requests
@@ -267,13 +277,12 @@ def _run_all(args: argparse.Namespace) -> list[RunFigures]:
     results: list[RunFigures] = []
     for run in range(args.runs):
         payloads = build_requests(args.spans, run=run + 1)
-        with tempfile.TemporaryDirectory() as tmp:
-            results.append(
-                run_toolscore(
-                    f"sqlite:///{tmp}/bench.db", payloads, args.concurrency, "toolscore (sqlite)"
-                )
-            )
-            print(results[-1], flush=True)
+        for name, python in _versions(args, run):
+            with tempfile.TemporaryDirectory() as tmp:
+                url = f"sqlite:///{tmp}/bench.db"
+                label = f"{name} (sqlite)"
+                results.append(run_toolscore(url, payloads, args.concurrency, label, None, python))
+                print(results[-1], flush=True)
         if args.sqlite_page_size:
             with tempfile.TemporaryDirectory() as tmp:
                 label = f"toolscore (sqlite, {args.sqlite_page_size}-byte pages)"
@@ -287,12 +296,11 @@ def _run_all(args: argparse.Namespace) -> list[RunFigures]:
                     )
                 )
                 print(results[-1], flush=True)
-        if args.postgres:
+        for name, python in _versions(args, run) if args.postgres else ():
             url = _fresh_postgres(args.postgres)
             try:
-                results.append(
-                    run_toolscore(url, payloads, args.concurrency, "toolscore (postgres)")
-                )
+                label = f"{name} (postgres)"
+                results.append(run_toolscore(url, payloads, args.concurrency, label, None, python))
                 print(results[-1], flush=True)
             finally:
                 _drop_postgres(url, args.postgres)
@@ -301,6 +309,21 @@ def _run_all(args: argparse.Namespace) -> list[RunFigures]:
             results.append(run_phoenix(args.phoenix, small, args.concurrency, args.phoenix_timeout))
             print(results[-1], flush=True)
     return results
+
+
+def _print_ratios(results: Sequence[RunFigures]) -> None:
+    """Median ratios of this checkout to the --baseline version, per database."""
+    for system in dict.fromkeys(r.system for r in results if r.system.startswith("toolscore")):
+        now = [r for r in results if r.system == system]
+        base = [r for r in results if r.system == system.replace("toolscore", "baseline", 1)]
+        if base:
+            fields = ("stored_per_s", "spans_per_cpu_s", "p99_ms", "peak_rss_mb")
+            ratio = {
+                f: statistics.median(getattr(r, f) for r in now)
+                / statistics.median(getattr(r, f) for r in base)
+                for f in fields
+            }
+            print(f"{system} / baseline: " + ", ".join(f"{f} {v:.2f}x" for f, v in ratio.items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -312,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phoenix", metavar="PATH", help="the phoenix executable (own venv)")
     parser.add_argument("--phoenix-spans", type=int, default=5_120)
     parser.add_argument("--phoenix-timeout", type=float, default=600)
+    parser.add_argument(
+        "--baseline", metavar="PYTHON", help="also run serve with this interpreter (an older "
+        "version installed), alternating with this checkout's, for a side-by-side A/B"
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write every run's figures as JSON here")
     parser.add_argument(
         "--sqlite-page-size",
@@ -357,6 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for system, med in medians.items():
             if system.startswith("toolscore"):
                 print(f"{system}: {med / peer:,.0f}x Phoenix's stored spans/s")
+    _print_ratios(results)
     if args.out:
         rows = [{**asdict(r), "spans_per_cpu_s": r.spans_per_cpu_s} for r in results]
         args.out.write_text(json.dumps(rows, indent=2))

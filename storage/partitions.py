@@ -76,7 +76,8 @@ def partitions(conn: Connection, table: str) -> list[Partition]:
     ).all()
     out = []
     for name, bound in rows:
-        if "DEFAULT" in bound:
+        # No bound: the partition was dropped since the catalog scan began (another pass or server).
+        if bound is None or "DEFAULT" in bound:
             continue
         # FOR VALUES FROM ('1700000000000000000') TO ('1700086400000000000')
         low, high = (int(part.split("'")[1]) for part in bound.split(" TO "))
