@@ -104,6 +104,10 @@ def redact(url: str | URL) -> str:
     return url_text(url)
 
 
+#: Bytes SQLite truncates the WAL file to after a checkpoint has reset it.
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+
+
 def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
@@ -111,6 +115,8 @@ def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            # Without a limit the WAL file keeps the size of its largest burst forever.
+            cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             cursor.execute("PRAGMA foreign_keys=ON")
         finally:
             cursor.close()
