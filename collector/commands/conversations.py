@@ -24,6 +24,7 @@ from toolscore.collector.commands._table import (
     render_table,
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
+from toolscore.collector.commands.show_losses import render_losses
 from toolscore.collector.commands.show_spans import render_spans
 from toolscore.collector.configuration import add_options
 from toolscore.collector.conversation_view import (
@@ -318,6 +319,7 @@ def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
         lines.append("    " + "  ".join(extras))
     reasons: Sequence[Any] = details.get("reasons") or ()
     lines.extend(f"    - {reason}" for reason in reasons)
+    lines.extend(render_losses(details))
     return lines
 
 

@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
+from tests.scorer.helpers import instance
+from toolscore.collector.commands.show_losses import render_losses
 from toolscore.collector.model import SpanRecord
+from toolscore.scorer import ToolCall
 from toolscore.storage import migrate
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData, import_expectations
@@ -33,6 +36,21 @@ REFERENCE_V1 = [
 ]
 # v2 was imported after scoring: `show` must display the version the scores were computed with
 REFERENCE_V2 = [{"name": "get_weather", "args": {"city": "Lyon"}}]
+# what scorer/losses.py labels for revision 2's calls (test_the_losses_shown_are_the_scorers)
+ACCURACY_LOSSES = [
+    {
+        "kind": "wrong_argument",
+        "tool": "get_time",
+        "argument": "timezone",
+        "expected": 1,
+        "predicted": 1,
+        "points": 0.5,
+    }
+]
+F1_LOSSES = [
+    {"kind": "missing", "tool": "get_time", "points": 0.25},
+    {"kind": "extra", "tool": "get_time", "points": 0.25},
+]
 
 
 def toolscore(*args: str, db: str) -> subprocess.CompletedProcess[str]:
@@ -189,7 +207,12 @@ def filled_db(db_url: str) -> str:
             [
                 _evaluation("tool_call_accuracy", 1, 0.0),
                 _evaluation("tool_call_f1", 1, 0.0),
-                _evaluation("tool_call_accuracy", 2, 0.5, details={"reasons": [accuracy_reason]}),
+                _evaluation(
+                    "tool_call_accuracy",
+                    2,
+                    0.5,
+                    details={"reasons": [accuracy_reason], "losses": ACCURACY_LOSSES},
+                ),
                 _evaluation(
                     "tool_call_f1",
                     2,
@@ -198,6 +221,7 @@ def filled_db(db_url: str) -> str:
                         "precision": 0.5,
                         "recall": 0.5,
                         "reasons": ["expected get_time(timezone='Asia/Tokyo') was not called"],
+                        "losses": F1_LOSSES,
                     },
                 ),
             ],
@@ -298,9 +322,18 @@ def test_show_puts_calls_next_to_the_reference_used_and_explains_scores(filled_d
     assert scores == [
         "  tool_call_accuracy  0.5",
         "    - expected get_time(timezone='Asia/Tokyo'), got get_time(timezone='Tokyo')",
+        "    lost points:",
+        "      LOST  KIND            TOOL      ARGUMENT  PREDICTED  REFERENCE",
+        "      ----  --------------  --------  --------  ---------  ---------",
+        "      0.5   wrong_argument  get_time  timezone  #2         #2",
         "  tool_call_f1  0.5",
         "    precision=0.5  recall=0.5",
         "    - expected get_time(timezone='Asia/Tokyo') was not called",
+        "    lost points:",  # F1 counts distinct calls: no positions, no arguments
+        "      LOST  KIND     TOOL",
+        "      ----  -------  --------",
+        "      0.25  missing  get_time",
+        "      0.25  extra    get_time",
     ]
 
 
@@ -331,6 +364,7 @@ def test_show_json_has_calls_reference_and_details(filled_db: str) -> None:
         ("tool_call_f1", 0.5),
     ]
     assert data["evaluations"][1]["details"]["recall"] == 0.5
+    assert [e["details"]["losses"] for e in data["evaluations"]] == [ACCURACY_LOSSES, F1_LOSSES]
     assert [m["type"] for m in data["messages"]] == ["human", "ai", "tool", "tool", "ai"]
 
 
@@ -367,3 +401,37 @@ def test_show_an_earlier_revision(filled_db: str) -> None:
     missing = toolscore("show", "conv-scored", "--revision", "7", db=filled_db)
     assert missing.returncode == 1
     assert "conversation 'conv-scored' has no revision 7" in missing.stderr
+
+
+def test_the_losses_shown_are_the_scorers() -> None:
+    """The fixture's labels are what the scorer gives revision 2's calls (not made up)."""
+    predicted = [
+        ToolCall("get_weather", {"city": "Paris"}),
+        ToolCall("get_time", {"timezone": "Tokyo"}),
+    ]
+    reference = tuple(ToolCall(c["name"], c["args"]) for c in REFERENCE_V1)
+    for metric, expected in (("tool_call_accuracy", ACCURACY_LOSSES), ("tool_call_f1", F1_LOSSES)):
+        result = instance(type=metric).score(predicted, reference)
+        assert (result.value, result.details["losses"]) == (0.5, expected)
+
+
+def test_losses_number_calls_as_the_call_table_does() -> None:
+    """Predicted positions count after `duplicates: collapse`; `show` numbers the stored calls."""
+    details = {
+        "repeats_collapsed": [1, 2],  # stored calls #2 and #3 repeated #1
+        "losses": [
+            {"kind": "extra", "tool": "search", "predicted": 1, "points": 0.0},
+            {"kind": "order", "tool": None, "points": 0.5},
+            {"kind": "missing", "tool": "book\x1b[2J", "expected": 0, "points": 0.5},
+            "not a label",
+        ],
+    }
+    assert render_losses(details) == [
+        "    lost points:",
+        "      LOST  KIND     TOOL         PREDICTED  REFERENCE",
+        "      ----  -------  -----------  ---------  ---------",
+        "      0     extra    search       #4         -",
+        "      0.5   order    -            -          -",
+        "      0.5   missing  book\\x1b[2J  -          #1",  # escaped: it came from a span
+    ]
+    assert render_losses({"losses": []}) == render_losses({}) == []
