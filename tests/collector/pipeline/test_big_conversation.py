@@ -192,7 +192,7 @@ async def _watch(
         await asyncio.sleep(0.1)
     held_s = time.monotonic() - held_at
     ready = time.monotonic() + SETTLE_S + 10
-    while time.monotonic() < ready and worker.stats.scored + rival.stats.scored < 21:
+    while time.monotonic() < ready and worker.stats.scored + rival.stats.scored < 1 + i:
         await asyncio.sleep(0.05)
     await rival.stop()
     await worker.stop()
@@ -244,15 +244,20 @@ def test_a_35000_span_conversation_keeps_its_lease_and_the_others_keep_flowing(
     untils = sorted({until for who, until in leases if who is not None})
     # held longer than one lease without losing it: renewed while it ran
     assert took > LEASE_S and len(untils) >= 2, (took, untils)
+    small_sent = seen["small_sent"]
+    # how many arrive while it is held depends on the machine's speed; a few always do
+    assert len(small_sent) >= 3, small_sent
+    assert {c: by_conv.get(c, (0, None))[:2] for c in small_sent} == dict.fromkeys(
+        small_sent, (2, 1)
+    ), "every conversation sent while the big one was held is scored, once"
     latencies = {
-        conv: by_conv[conv][2].timestamp() - sent / NS for conv, sent in seen["small_sent"].items()
+        conv: by_conv[conv][2].timestamp() - sent / NS for conv, sent in small_sent.items()
     }
-    assert len(latencies) == 20 and all(by_conv[c][:2] == (2, 1) for c in latencies)
     assert max(latencies.values()) <= SETTLE_S + 10, latencies
     print(
         f"\nbig: {BIG_TRACES * SPANS_PER_TRACE} spans scored in {took:.1f} s with "
-        f"{len(untils)} lease renewals seen; later small conversations: max latency "
-        f"{max(latencies.values()):.2f} s (settle {SETTLE_S} s)"
+        f"{len(untils)} lease renewals seen; {len(latencies)} later small conversations: "
+        f"max latency {max(latencies.values()):.2f} s (settle {SETTLE_S} s)"
     )
 
 
