@@ -14,7 +14,9 @@ deleted, and one a span reached meanwhile is left to be scored again.
 :func:`delete_conversations` is one short transaction per group: it re-checks every condition
 under the locks ingest takes (SQLite: the write lock; PostgreSQL: the traces' then the
 conversations' row locks, ``SKIP LOCKED``, the order ingest takes them in), adds the current
-evaluations to ``daily_score_rollup`` (:mod:`toolscore.storage.rollup`) and deletes. A span
+evaluations to ``daily_score_rollup`` (:mod:`toolscore.storage.rollup`) and their per-tool
+counts to ``tool_score_rollup`` / ``tool_argument_score_rollup``
+(:mod:`toolscore.storage.tool_rollup`), and deletes. A span
 arriving later for a deleted conversation finds no ``conversation_traces`` row and starts a new
 conversation.
 """
@@ -42,6 +44,7 @@ from toolscore.storage.pipeline import (
 )
 from toolscore.storage.rescore import rescore_run_items
 from toolscore.storage.rollup import roll_up
+from toolscore.storage.tool_rollup import roll_up_tools
 
 _CHUNK = 500
 FINISHED = (STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
@@ -145,6 +148,7 @@ def delete_conversations(conn: Connection, ids: Sequence[str], cutoff_ns: int) -
     if not chosen:
         return Deleted(0, 0, 0)
     roll_up(conn, chosen)
+    roll_up_tools(conn, chosen)
     e, t = evaluations.c, tool_calls.c
     conn.execute(
         evaluation_exports.delete().where(

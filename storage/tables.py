@@ -11,6 +11,7 @@ from toolscore.storage import pipeline as pipeline
 from toolscore.storage import rescore as rescore
 from toolscore.storage import rollup as rollup
 from toolscore.storage import telemetry as telemetry
+from toolscore.storage import tool_rollup as tool_rollup
 from toolscore.storage.base import Base
 
 metadata = Base.metadata
@@ -24,4 +25,5 @@ __all__ = [
     "rescore",
     "rollup",
     "telemetry",
+    "tool_rollup",
 ]

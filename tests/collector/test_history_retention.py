@@ -43,7 +43,7 @@ from toolscore.storage.pipeline import (
 from toolscore.storage.pruning import PruneLimits
 from toolscore.storage.rollup import daily_score_rollup
 
-NAMES = ("old-a", "old-b", "old-c", "old-claimed", "new-scored", "old-open", "old-error")
+NAMES = ("old-a", "old-b", "old-c", "old-d", "old-claimed", "new-scored", "old-open", "old-error")
 
 
 def _ids(engine: Engine, table: Any, column: str = "conversation_id") -> set[str]:
@@ -51,22 +51,26 @@ def _ids(engine: Engine, table: Any, column: str = "conversation_id") -> set[str
         return set(conn.execute(select(table.c[column]).distinct()).scalars())
 
 
-def _daily(engine: Engine) -> list[tuple[Any, ...]]:
+def _daily(engine: Engine) -> list[list[tuple[Any, ...]]]:
+    """The rows of the views that must not change."""
     with engine.connect() as conn:
         return [
-            tuple(r)
-            for r in conn.execute(
-                text("SELECT * FROM daily_scores ORDER BY day, expectation_id, metric")
+            [tuple(r) for r in conn.execute(text(f"SELECT * FROM {view} ORDER BY {order}"))]
+            for view, order in (
+                ("daily_scores", "day, expectation_id, metric"),
+                ("tool_scores", "day, expectation_id, metric, tool"),
+                ("tool_argument_scores", "day, expectation_id, metric, tool, argument"),
             )
         ]
 
 
 def _scores(report_text: str) -> str:
-    """The report's score table (its tools and worst-conversations lists name the retained
-    conversations only)."""
-    table = report_text.split("\n\n")[1]
-    assert "tool_call_accuracy" in table and "tool_call_f1" in table, report_text
-    return table
+    """The report's score table and its tools most often wrong (its worst-conversations list
+    names retained conversations only)."""
+    kept = report_text.split("\n\nWorst conversations")[0]
+    assert "tool_call_accuracy" in kept and "tool_call_f1" in kept, report_text
+    assert "Tools most often wrong" in kept and "get_time" in kept, report_text
+    return kept
 
 
 def _fill(engine: Engine) -> None:
@@ -82,6 +86,10 @@ def _fill(engine: Engine) -> None:
     store(engine, *conversation("old-claimed", "a5"), T_OLD + 20 * NS)
     store(engine, *conversation("old-error", "a6"), T_OLD + 20 * NS)
     score_all(engine, T_OLD + 40 * NS)
+    berlin = {"name": "get_weather", "args": {"city": "Berlin"}}
+    expect(engine, [berlin, REFERENCE[1]], *NAMES)  # version 3: a wrong argument
+    store(engine, *conversation("old-d", "a7"), T_OLD + 50 * NS)
+    score_all(engine, T_OLD + 70 * NS)
     store(engine, *conversation("new-scored", "c1"), T_NEW)
     score_all(engine, T_NEW + 10 * NS)
     store(engine, *conversation("old-open", "b1"), T_OLD)  # never scored: open
@@ -105,25 +113,26 @@ def test_history_retention_deletes_exactly_the_old_finished_conversations(
             .values(exported_at=dt.datetime.now(dt.UTC))
         )
     daily, reported = _daily(engine), _scores(report(engine, capsys))
-    assert len({r[0] for r in daily}) == 2, daily
-    assert any(r[0] == "2023-11-14" and r[7] != r[9] for r in daily), "p10 < p90 on the old day"
+    assert len({r[0] for r in daily[0]}) == 2, daily
+    assert any(r[0] == "2023-11-14" and r[7] != r[9] for r in daily[0]), "p10 < p90 old day"
+    assert {r[4] for r in daily[2]} == {"city"}, "a wrong argument counted"
 
     result = prune_history(engine, CUTOFF, limits=PruneLimits(2, rows_per_batch=2, pause_s=0))
 
     kept = {"old-b", "old-claimed", "new-scored", "old-open"}
     assert _ids(engine, conversations, "id") == kept
-    assert result.conversations == 4, "old-a, old-c, old-unmatched, old-error"
+    assert result.conversations == 5, "old-a, old-c, old-d, old-unmatched, old-error"
     # old-b's telemetry too: it is old enough, only its history waits for the write-back
-    assert (result.spans, result.log_records) == (25, 5)
+    assert (result.spans, result.log_records) == (30, 6)
     assert _ids(engine, conversation_traces) == kept
     assert _ids(engine, evaluations) == kept - {"old-open"}
     assert _ids(engine, tool_calls) == kept - {"old-open"}
     assert stored_traces(engine)[0] == {"a5", "c1", "b1"}
-    assert _daily(engine) == daily, "daily_scores identical"
+    assert _daily(engine) == daily, "daily_scores, tool_scores, tool_argument_scores identical"
     assert _scores(report(engine, capsys)) == reported, "toolscore report's scores identical"
     with engine.connect() as conn:
         rolled = conn.execute(select(daily_score_rollup)).mappings().all()
-    assert sum(r["evaluations"] for r in rolled) == 6, "old-a, old-c, old-error: 2 metrics each"
+    assert sum(r["evaluations"] for r in rolled) == 8, "old-a, -c, -d, -error: 2 metrics each"
 
     with engine.begin() as conn:  # old-b exported: now it goes too
         conn.execute(update(evaluation_exports).values(exported_at=dt.datetime.now(dt.UTC)))
