@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, select
+from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
@@ -260,3 +260,9 @@ def release_free_pages(conn: Connection, pages: int) -> int:
 def can_partition(conn: Connection) -> bool:
     """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
     return conn.dialect.name == "postgresql"
+
+
+def json_text(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` (a JSON column) read as its stored JSON text, not decoded: JSON text on
+    SQLite, JSONB's text output on PostgreSQL (what its driver would otherwise decode)."""
+    return cast(column, Text)
