@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -189,7 +190,12 @@ def skip_locked(conn: Connection, query: Select[Any], of: Table | None = None) -
     SKIP LOCKED``: those are skipped). SQLite has no row locks: the caller's transaction must
     already hold the write lock (begin with a write) or accept that the rows may change before
     it writes."""
-    if conn.dialect.name == "postgresql":
+    return skip_locked_in(conn.dialect, query, of)
+
+
+def skip_locked_in(dialect: Dialect, query: Select[Any], of: Table | None = None) -> Select[Any]:
+    """:func:`skip_locked` for a statement built once per dialect (``conn.dialect``)."""
+    if dialect.name == "postgresql":
         return query.with_for_update(skip_locked=True, of=of)
     return query
 
@@ -207,10 +213,21 @@ def lock_for_write(
     queries down). SQLite: ``UPDATE`` setting ``touch`` to itself ``RETURNING`` the columns, so
     the transaction takes the write lock before anything is read (a read first could be
     upgraded too late and fail with SQLITE_BUSY)."""
-    if conn.dialect.name == "postgresql":
-        return _rows(conn.execute(select(*columns).where(where).with_for_update()).all())
-    stmt = table.update().where(where).values({touch.name: touch}).returning(*columns)
-    return _rows(conn.execute(stmt).all())
+    return _rows(conn.execute(lock_statement(conn.dialect, table, columns, where, touch)).all())
+
+
+def lock_statement(
+    dialect: Dialect,
+    table: Table,
+    columns: Sequence[ColumnElement[Any]],
+    where: ColumnElement[bool],
+    touch: Column[Any],
+) -> Any:
+    """:func:`lock_for_write`'s statement for ``dialect`` (``conn.dialect``), to build once
+    (with bound parameters) and run many times."""
+    if dialect.name == "postgresql":
+        return select(*columns).where(where).with_for_update()
+    return table.update().where(where).values({touch.name: touch}).returning(*columns)
 
 
 def _rows(rows: Sequence[Any]) -> Sequence[tuple[Any, ...]]:

@@ -13,10 +13,11 @@ import base64
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
+from sqlalchemy import Connection, Index, Integer, String, Table, Text, bindparam, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
@@ -286,6 +287,24 @@ def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
         yield batch
 
 
+# The reads scoring runs every round, built once with bound parameters (building a statement
+# costs more than running it on a round's few traces).
+@cache
+def _spans_of() -> Any:
+    columns = [
+        json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
+        for name in SPAN_READ_COLUMNS
+    ]
+    ids: Any = bindparam("ids", expanding=True)
+    return select(*columns, spans_table.c.received_at_ns).where(spans_table.c.trace_id.in_(ids))
+
+
+@cache
+def _logs_of() -> Any:
+    ids: Any = bindparam("ids", expanding=True)
+    return select(log_records_table).where(log_records_table.c.trace_id.in_(ids))
+
+
 def load_spans(
     conn: Connection, trace_ids: Sequence[str], after_ns: Mapping[str, int] | None = None
 ) -> list[SpanRecord]:
@@ -294,16 +313,9 @@ def load_spans(
     ``after_ns`` (trace id -> Unix ns): of those traces, only spans received after that time
     (a pruned conversation's mark, storage/retention.py)."""
     out: list[SpanRecord] = []
-    columns = [
-        json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
-        for name in SPAN_READ_COLUMNS
-    ]
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(*columns, spans_table.c.received_at_ns).where(
-            spans_table.c.trace_id.in_(chunk)
-        )
         # fetchall: one driver call per chunk, not one per row (the scoring hot path)
-        rows = conn.execute(stmt).fetchall()
+        rows = conn.execute(_spans_of(), {"ids": chunk}).fetchall()
         if after_ns:
             rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
         out.extend(decode_spans(rows))
@@ -319,10 +331,9 @@ def load_logs(
     rows: list[tuple[int, int, LogRecordData]] = []
     after = after_ns or {}
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(log_records_table).where(log_records_table.c.trace_id.in_(chunk))
         rows.extend(
             (r["time_ns"], r["id"], log_from_row(r))
-            for r in conn.execute(stmt).mappings()
+            for r in conn.execute(_logs_of(), {"ids": chunk}).mappings()
             if r["received_at_ns"] > after.get(r["trace_id"], -1)
         )
     rows.sort(key=lambda t: (t[0], t[1]))
