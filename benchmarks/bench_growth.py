@@ -25,6 +25,7 @@ import http.client
 import multiprocessing as mp
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -213,6 +214,16 @@ class _Serve:
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
         return hwm(self.proc.pid), max((hwm(int(c)) for c in children), default=0.0)
 
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU seconds (user + system) so far of the server and of its child processes."""
+
+        def cpu(pid: int) -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        return cpu(self.proc.pid), sum(cpu(int(c)) for c in children)
+
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         self.proc.wait(60)
@@ -282,6 +293,7 @@ def measure(url: str, rate: float, duration: float, retention: str) -> dict[str,
     with ctx.Manager() as manager, _Serve(url, retention) as server:
         result = manager.dict()
         time.sleep(3)  # scoring processes started
+        cpu0, child_cpu0 = server.cpu_s()
         load = ctx.Process(target=_load, args=(server.port, rate, duration, prefix, result))
         load.start()
         load.join()
@@ -289,11 +301,13 @@ def measure(url: str, rate: float, duration: float, retention: str) -> dict[str,
         expected = len(sent["latencies"]) * TRACES_PER_REQUEST
         scoring, _ = _latencies(url, prefix, expected, timeout=120)
         rss, child_rss = server.rss_mb()
+        cpu1, child_cpu1 = server.cpu_s()
+    stored = len(sent["latencies"]) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     return {
-        "spans_per_s": len(sent["latencies"])
-        * SPANS_PER_TRACE
-        * TRACES_PER_REQUEST
-        / sent["seconds"],
+        "spans_per_s": stored / sent["seconds"],
+        # CPU per unit of work: what a loaded machine changes least
+        "server_us_per_span": 1e6 * (cpu1 - cpu0) / max(1, stored),
+        "scoring_ms_per_conv": 1e3 * (child_cpu1 - child_cpu0) / max(1, len(scoring)),
         "failed": sent["failed"],
         "request_p99_ms": 1000 * _p99(sent["latencies"]),
         "scored": len(scoring) / max(1, expected),
@@ -325,18 +339,75 @@ class _Databases:
             conn.execute(text(f'CREATE DATABASE "{db}"'))
         admin.dispose()
         self.made.append(db)
-        return make_url(self.admin_url).set(database=db).render_as_string(hide_password=False)
+        return self._url(db)
 
-    def drop_all(self) -> None:
-        for made in self.made:
-            if self.kind == "sqlite":
-                for suffix in ("", "-wal", "-shm"):
-                    Path(made + suffix).unlink(missing_ok=True)
-                continue
+    def drop(self, url: str) -> None:
+        """Drop one database made by ``new`` (given its URL)."""
+        if self.kind == "sqlite":
+            made = url.removeprefix("sqlite:///")
+            for suffix in ("", "-wal", "-shm"):
+                Path(made + suffix).unlink(missing_ok=True)
+        else:
+            made = make_url(url).database or ""
             admin = create_engine(self.admin_url or "")
             with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{made}" WITH (FORCE)'))
             admin.dispose()
+        self.made.remove(made)
+
+    def drop_all(self) -> None:
+        for made in list(self.made):
+            self.drop(f"sqlite:///{made}" if self.kind == "sqlite" else self._url(made))
+
+    def _url(self, db: str) -> str:
+        return make_url(self.admin_url or "").set(database=db).render_as_string(hide_password=False)
+
+
+METRICS = (  # (key, heading, format)
+    ("spans_per_s", "stored spans/s", "{:,.0f}"),
+    ("request_p99_ms", "request p99 ms", "{:,.0f}"),
+    ("scoring_p99_s", "scoring p99 s", "{:.2f}"),
+    ("server_us_per_span", "server CPU us/span", "{:.1f}"),
+    ("scoring_ms_per_conv", "scoring CPU ms/conv", "{:.3f}"),
+    ("rss_mb", "server peak RSS MB", "{:.0f}"),
+    ("child_rss_mb", "scoring peak RSS MB", "{:.0f}"),
+)
+
+
+def measure_pairs(
+    grown: str, dbs: _Databases, args: argparse.Namespace
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """``args.pairs`` grown/fresh pairs, alternating which runs first (the order effect then
+    cancels); medians of each side and the median of the per-pair ratios."""
+    sides: dict[str, list[dict[str, float]]] = {"grown": [], "fresh": []}
+    for i in range(args.pairs):
+        fresh = dbs.new("fresh")
+        _prepare(fresh)
+        order = [("grown", grown), ("fresh", fresh)]
+        for side, url in order if i % 2 == 0 else order[::-1]:
+            sides[side].append(measure(url, args.rate, args.duration, args.span_retention))
+        dbs.drop(fresh)
+    g, f = sides["grown"], sides["fresh"]
+    med = {
+        side: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        for side, runs in sides.items()
+    }
+    ratios = {
+        k: statistics.median(
+            a[k] / b[k] if b[k] else float("nan") for a, b in zip(g, f, strict=True)
+        )
+        for k in g[0]
+    }
+    return med["grown"], med["fresh"], ratios
+
+
+def _row(size: int, g: dict[str, float], f: dict[str, float], r: dict[str, float]) -> str:
+    cells = [f"{size:>12,}"]
+    for key, _, fmt in METRICS:
+        cells.append(f"{fmt.format(g[key])} / {fmt.format(f[key])} ({r[key]:.2f}x)")
+    if not g["scored"] == f["scored"] == 1:
+        cells.append(f"scored {g['scored']:.2f} / {f['scored']:.2f}")
+    return " | ".join(cells)
 
 
 def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
@@ -345,30 +416,18 @@ def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
         grown = dbs.new("grown")
         template = _template(dbs.new("template"))
         _prepare(grown)
-        print(f"\n{kind}: {args.rate:g} spans/s offered for {args.duration:g} s per measurement")
-        head = "stored spans | spans/s grown / fresh | request p99 ms grown / fresh"
-        head += " | scoring p99 s grown / fresh | RSS MB server (scoring) grown / fresh"
-        rows = [head]
+        print(
+            f"\n{kind}: {args.rate:g} spans/s offered for {args.duration:g} s per measurement, "
+            f"{args.pairs} grown/fresh pairs per size (alternating order): medians, and the "
+            "median of the pairs' ratios"
+        )
+        rows = [" | ".join(["stored spans", *(f"{h} grown / fresh" for _, h, _ in METRICS)])]
         for size in args.sizes:
             took = grow(grown, template, size)
             if size:
                 print(f"  grown to {size:,} spans in {took:.0f} s", flush=True)
-            g = measure(grown, args.rate, args.duration, args.span_retention)
-            fresh = dbs.new("fresh")
-            _prepare(fresh)
-            f = measure(fresh, args.rate, args.duration, args.span_retention)
-            rows.append(
-                f"{size:>12,} | {g['spans_per_s']:,.0f} / {f['spans_per_s']:,.0f} "
-                f"({g['spans_per_s'] / f['spans_per_s']:.2f}x) | "
-                f"{g['request_p99_ms']:.0f} / {f['request_p99_ms']:.0f} "
-                f"({g['request_p99_ms'] / f['request_p99_ms']:.2f}x) | "
-                f"{g['scoring_p99_s']:.2f} / {f['scoring_p99_s']:.2f} "
-                f"({g['scoring_p99_s'] / f['scoring_p99_s']:.2f}x) | "
-                f"{g['rss_mb']:.0f} ({g['child_rss_mb']:.0f}) / "
-                f"{f['rss_mb']:.0f} ({f['child_rss_mb']:.0f})"
-                + ("" if g["scored"] == f["scored"] == 1 else f" scored {g['scored']:.2f}")
-            )
-            print("  " + rows[-1], flush=True)
+            rows.append(_row(size, *measure_pairs(grown, dbs, args)))
+            print(f"  {rows[-1]}  (load average {os.getloadavg()[0]:.1f})", flush=True)
         print("\n".join(["", f"{kind}:", *rows]))
     finally:
         if not args.keep:
@@ -380,6 +439,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,1000000,5000000", help="stored spans, ascending")
     parser.add_argument("--rate", type=float, default=3_000, help="offered spans per second")
     parser.add_argument("--duration", type=float, default=20, help="seconds of load")
+    parser.add_argument("--pairs", type=int, default=3, help="grown/fresh pairs per size")
     parser.add_argument("--postgres", metavar="URL", help="an admin URL: databases are made")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))

@@ -1,6 +1,7 @@
 """Does the SQLite file stop growing with span retention on? A soak of ``toolscore serve``.
 
-``serve`` (scoring on, ``--span-retention`` short so that the steady state comes within minutes)
+``serve`` (scoring on, ``--span-retention`` and ``--history-retention`` short so that the steady
+state comes within minutes)
 receives the pipeline benchmark's load (7-span GenAI conversations over OTLP/HTTP, every one
 matching an expectation) at ``--rate`` spans/s for ``--duration`` s. Every ``--every`` seconds the
 script prints the database file (+ WAL), its page count and free pages, the ``spans`` and
@@ -11,7 +12,7 @@ conversation and trace ids are rewritten per round, so a long soak holds no more
 memory and spends little CPU making its load.
 
     cd benchmarks && ../.venv/bin/python bench_retention_soak.py --rate 5000 --duration 1800 \\
-        --retention 2m --interval 20 --every 60
+        --retention 2m --interval 20 --every 60 [--history-retention 5m]
 """
 
 from __future__ import annotations
@@ -164,6 +165,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1500)
     parser.add_argument("--duration", type=float, default=180)
     parser.add_argument("--retention", default="30s")
+    parser.add_argument("--history-retention", default="forever")
     parser.add_argument("--interval", type=float, default=5)
     parser.add_argument("--every", type=float, default=60)
     args = parser.parse_args()
@@ -176,6 +178,7 @@ def main() -> None:
             [sys.executable, "-m", "toolscore", "serve", "--db", url, "--grpc", "off",
              "--http", f"127.0.0.1:{port}", "--settle", "1", "--log-level", "INFO",
              "--span-retention", args.retention,
+             "--history-retention", args.history_retention,
              "--span-retention-interval", str(args.interval)],
             cwd=tmp,
         )  # fmt: skip

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from toolscore.collector.configuration import Option, positive_seconds, resolve
+from toolscore.collector.configuration import ConfigError, Option, positive_seconds, resolve
+from toolscore.storage.history_pruning import HistoryResult, prune_history
 from toolscore.storage.partitions import create_ahead
 from toolscore.storage.pruning import PruneLimits, PruneResult, prune
 
@@ -72,6 +73,12 @@ class RetentionMetrics:
             "Conversations whose spans and log records span retention deleted.",
             registry=registry,  # type: ignore[arg-type]
         )
+        self.history = Counter(
+            "toolscore_retention_deleted_conversations",
+            "Finished conversations history retention deleted with their calls and evaluations "
+            "(their scores stay in daily_score_rollup).",
+            registry=registry,  # type: ignore[arg-type]
+        )
         self.failures = Counter(
             "toolscore_retention_failed_passes",
             "Pruning passes that failed (retried at the next interval).",
@@ -95,9 +102,11 @@ class RetentionComponent:
         *,
         interval_s: float = DEFAULT_INTERVAL_S,
         limits: PruneLimits | None = None,
+        history_s: float | None = None,
     ) -> None:
         self._engine = engine
         self._retention_s = retention_s
+        self._history_s = history_s
         self._metrics = metrics
         self._interval_s = interval_s
         self._limits = limits or PruneLimits()
@@ -142,10 +151,35 @@ class RetentionComponent:
             log.info("partitions created ahead: %s", ", ".join(created))
 
     def run_once(self) -> PruneResult | None:
-        started = time.monotonic()
+        """One pass: span retention, then history retention; the span pass's result."""
         self._partitions_ahead()
-        if self._retention_s is None:
-            return None
+        result = self._spans() if self._retention_s is not None else None
+        if self._history_s is not None and not self._stop.is_set():
+            self._history(self._history_s)
+        return result
+
+    def _history(self, history_s: float) -> HistoryResult:
+        started = time.monotonic()
+        result = prune_history(
+            self._engine, cutoff_for(history_s), limits=self._limits, stop=self._stop
+        )
+        self._metrics.history.inc(result.conversations)
+        if result.conversations:
+            log.info(
+                "history retention: deleted %d conversations (%d evaluations, %d tool calls) "
+                "whose last span arrived over %s ago in %.1f s%s",
+                result.conversations,
+                result.evaluations,
+                result.tool_calls,
+                describe(history_s),
+                time.monotonic() - started,
+                _size_note(result),
+            )
+        return result
+
+    def _spans(self) -> PruneResult:
+        assert self._retention_s is not None
+        started = time.monotonic()
         result = prune(
             self._engine,
             cutoff_for(self._retention_s),
@@ -178,7 +212,7 @@ def describe(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def _size_note(result: PruneResult) -> str:
+def _size_note(result: PruneResult | HistoryResult) -> str:
     if result.bytes_after is None or result.bytes_before is None:
         return ""
     note = f"; database {_mib(result.bytes_before)} -> {_mib(result.bytes_after)}"
@@ -195,6 +229,7 @@ def _mib(n: int) -> str:
 class RetentionOptions:
     retention_s: float | None = parse_duration(DEFAULT_RETENTION)  # None: keep spans forever
     interval_s: float = DEFAULT_INTERVAL_S
+    history_s: float | None = None  # None: keep conversations forever
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -210,6 +245,18 @@ OPTIONS: tuple[Option, ...] = (
         shown_default=DEFAULT_RETENTION,
     ),
     Option(
+        "--history-retention",
+        "history_s",
+        "delete whole finished conversations (calls, evaluations, traces) whose last span "
+        "arrived longer ago than this, keeping their scores in the daily rollup that "
+        f"daily_scores and toolscore report read; at least --span-retention; '{FOREVER}' keeps "
+        "them all",
+        parse=parse_duration,
+        default=None,
+        metavar="DURATION",
+        shown_default=FOREVER,
+    ),
+    Option(
         "--span-retention-interval",
         "interval_s",
         "time between two pruning passes",
@@ -222,7 +269,15 @@ OPTIONS: tuple[Option, ...] = (
 
 def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> RetentionOptions:
     """Flags > environment > defaults; raises ConfigError naming the flag and variable."""
-    return RetentionOptions(**resolve(OPTIONS, args, environ))
+    options = RetentionOptions(**resolve(OPTIONS, args, environ))
+    spans, history = options.retention_s, options.history_s
+    if history is not None and spans is not None and history < spans:
+        raise ConfigError(
+            f"{OPTIONS[1].names()}: {describe(history)} is shorter than "
+            f"{OPTIONS[0].names()} ({describe(spans)}): the history retention must be at least "
+            "the span retention"
+        )
+    return options
 
 
 def retention_extension(options: RetentionOptions) -> ExtensionFactory:
@@ -230,7 +285,8 @@ def retention_extension(options: RetentionOptions) -> ExtensionFactory:
     from toolscore.collector.app import Extension
 
     def build(ctx: AppContext) -> Extension:
-        if options.retention_s is None:  # still creates PostgreSQL partitions ahead
+        if options.retention_s is None and options.history_s is None:
+            # still creates PostgreSQL partitions ahead
             keep = RetentionComponent(
                 ctx.engine, None, RetentionMetrics(ctx.metrics.registry), interval_s=3600.0
             )
@@ -240,9 +296,15 @@ def retention_extension(options: RetentionOptions) -> ExtensionFactory:
             options.retention_s,
             RetentionMetrics(ctx.metrics.registry),
             interval_s=options.interval_s,
+            history_s=options.history_s,
         )
         every = f"{options.interval_s:g} s"
-        summary = f"span retention {describe(options.retention_s)} (pass every {every})"
-        return Extension(components=[component], summary={"retention": summary})
+        spans = options.retention_s
+        summary = "spans kept forever" if spans is None else f"span retention {describe(spans)}"
+        if options.history_s is not None:
+            summary += f", history retention {describe(options.history_s)}"
+        return Extension(
+            components=[component], summary={"retention": f"{summary} (pass every {every})"}
+        )
 
     return build

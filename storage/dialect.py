@@ -13,8 +13,9 @@ import operator
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, select
+from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -186,27 +187,33 @@ def in_list(conn: Connection, count: int) -> str:
 def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
 
-    PostgreSQL: one ``COPY`` (an order of magnitude less server work than ``executemany``, which
-    runs one ``INSERT`` per row), values bound by the columns' own SQLAlchemy types, so they are
-    stored exactly as ``conn.execute(table.insert(), rows)`` stores them. Others: that statement.
+    Values are bound by the columns' own SQLAlchemy types, so they are stored exactly as
+    ``conn.execute(table.insert(), rows)`` stores them, without its per-row work: PostgreSQL one
+    ``COPY`` (an order of magnitude less server work than ``executemany``, which runs one
+    ``INSERT`` per row); SQLite the driver's ``executemany`` (one prepared statement).
     """
     if not rows:
         return
-    if conn.dialect.name != "postgresql":
+    name = conn.dialect.name
+    if name not in ("postgresql", "sqlite"):
         conn.execute(table.insert(), list(rows))
         return
     columns = list(rows[0])
     dialect = conn.dialect
-    processors = [
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns
-    ]
-    bound = [(name, processor) for name, processor in zip(columns, processors, strict=True)]
+    processors = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
+    bound = list(zip(columns, processors, strict=True))
+    values = [[row[c] if p is None else p(row[c]) for c, p in bound] for row in rows]
+    if name == "sqlite":
+        marks = ", ".join("?" * len(columns))
+        sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        conn.exec_driver_sql(sql, [tuple(v) for v in values])
+        return
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
     statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
     with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row([row[name] if p is None else p(row[name]) for name, p in bound])
+        for value in values:
+            copy.write_row(value)
 
 
 def _copy_ignore_duplicates(
@@ -253,7 +260,12 @@ def skip_locked(conn: Connection, query: Select[Any], of: Table | None = None) -
     SKIP LOCKED``: those are skipped). SQLite has no row locks: the caller's transaction must
     already hold the write lock (begin with a write) or accept that the rows may change before
     it writes."""
-    if conn.dialect.name == "postgresql":
+    return skip_locked_in(conn.dialect, query, of)
+
+
+def skip_locked_in(dialect: Dialect, query: Select[Any], of: Table | None = None) -> Select[Any]:
+    """:func:`skip_locked` for a statement built once per dialect (``conn.dialect``)."""
+    if dialect.name == "postgresql":
         return query.with_for_update(skip_locked=True, of=of)
     return query
 
@@ -271,10 +283,21 @@ def lock_for_write(
     queries down). SQLite: ``UPDATE`` setting ``touch`` to itself ``RETURNING`` the columns, so
     the transaction takes the write lock before anything is read (a read first could be
     upgraded too late and fail with SQLITE_BUSY)."""
-    if conn.dialect.name == "postgresql":
-        return _rows(conn.execute(select(*columns).where(where).with_for_update()).all())
-    stmt = table.update().where(where).values({touch.name: touch}).returning(*columns)
-    return _rows(conn.execute(stmt).all())
+    return _rows(conn.execute(lock_statement(conn.dialect, table, columns, where, touch)).all())
+
+
+def lock_statement(
+    dialect: Dialect,
+    table: Table,
+    columns: Sequence[ColumnElement[Any]],
+    where: ColumnElement[bool],
+    touch: Column[Any],
+) -> Any:
+    """:func:`lock_for_write`'s statement for ``dialect`` (``conn.dialect``), to build once
+    (with bound parameters) and run many times."""
+    if dialect.name == "postgresql":
+        return select(*columns).where(where).with_for_update()
+    return table.update().where(where).values({touch.name: touch}).returning(*columns)
 
 
 def _rows(rows: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
@@ -330,3 +353,9 @@ def release_free_pages(conn: Connection, pages: int) -> int:
 def can_partition(conn: Connection) -> bool:
     """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
     return conn.dialect.name == "postgresql"
+
+
+def json_text(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` (a JSON column) read as its stored JSON text, not decoded: JSON text on
+    SQLite, JSONB's text output on PostgreSQL (what its driver would otherwise decode)."""
+    return cast(column, Text)

@@ -61,7 +61,7 @@ def prune(
     stop: threading.Event | None = None,
 ) -> PruneResult:
     """One pruning pass with ``cutoff_ns`` (Unix ns of arrival); returns what it deleted."""
-    before = _size(engine)
+    before = database_size(engine)
     marked = _mark_all(engine, cutoff_ns, limits, stop)
     spans = logs = 0
     if marked:
@@ -71,7 +71,7 @@ def prune(
             progress(spans + logs)
     for start in range(0, len(marked), limits.conversations_per_mark):
         group = marked[start : start + limits.conversations_per_mark]
-        s, lg = _delete(engine, group, limits, progress)
+        s, lg = delete_marked(engine, group, limits, progress)
         spans, logs = spans + s, logs + lg
         with engine.begin() as conn:
             store.finish(conn, group, now())
@@ -83,8 +83,8 @@ def prune(
         progress,
     )
     if spans + logs:
-        _release(engine, limits)
-    after = _size(engine)
+        release_pages(engine, limits)
+    after = database_size(engine)
     return PruneResult(
         conversations,
         spans,
@@ -112,7 +112,7 @@ def _mark_all(
     return marked
 
 
-def _delete(
+def delete_marked(
     engine: Engine, marked: Sequence[store.Marked], limits: PruneLimits, progress: Progress | None
 ) -> tuple[int, int]:
     """Delete the marked conversations' telemetry; (spans, log records) deleted."""
@@ -161,7 +161,7 @@ def _batches(
             time.sleep(limits.pause_s)
 
 
-def _release(engine: Engine, limits: PruneLimits) -> None:
+def release_pages(engine: Engine, limits: PruneLimits) -> None:
     while True:
         with engine.begin() as conn:
             released = release_free_pages(conn, limits.vacuum_pages)
@@ -171,6 +171,6 @@ def _release(engine: Engine, limits: PruneLimits) -> None:
             time.sleep(limits.pause_s)
 
 
-def _size(engine: Engine) -> tuple[int, int] | None:
+def database_size(engine: Engine) -> tuple[int, int] | None:
     with engine.connect() as conn:
         return database_bytes(conn)

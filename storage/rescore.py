@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Index,
     Integer,
     PrimaryKeyConstraint,
     Table,
@@ -54,7 +55,11 @@ class RescoreRunItem(Base):
     revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     done_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
 
-    __table_args__ = (PrimaryKeyConstraint("run_id", "conversation_id"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("run_id", "conversation_id"),
+        # history retention deletes a conversation's items (migration 0012)
+        Index(None, "conversation_id"),
+    )
 
 
 rescore_runs: Table = RescoreRun.__table__  # type: ignore[assignment]

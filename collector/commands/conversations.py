@@ -43,6 +43,7 @@ from toolscore.collector.safe_text import json_safe, safe_lines
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine
+    from toolscore.storage.rollup import HistoryState
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -160,6 +161,8 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from toolscore.storage.rollup import state as history_state
+
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
     try:
@@ -172,10 +175,11 @@ def _show(args: argparse.Namespace) -> int:
                 control_calls=control,
                 spans=args.spans,
             )
+            pruned = history_state(conn) if data is None else None
     finally:
         engine.dispose()
     if data is None:
-        raise Failure(f"no conversation {args.conversation!r}")
+        raise Failure(_missing(args.conversation, pruned))
     if args.revision is not None and not data["tool_calls"] and not data["evaluations"]:
         raise Failure(f"conversation {args.conversation!r} has no revision {args.revision}")
     if args.json:
@@ -183,6 +187,17 @@ def _show(args: argparse.Namespace) -> int:
     else:
         print(safe_lines(render_conversation(data)))
     return 0
+
+
+def _missing(conversation: str, pruned: HistoryState | None) -> str:
+    if pruned is None:
+        return f"no conversation {conversation!r}"
+    before = pruned.cutoff.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        f"no conversation {conversation!r}: history retention deletes finished conversations "
+        f"whose last span arrived before {before}, so it was deleted or never existed (the "
+        "scores of deleted conversations stay in `toolscore report` and the daily_scores view)"
+    )
 
 
 def _flat_reference(reference: Any) -> list[str]:

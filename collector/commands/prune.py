@@ -1,9 +1,12 @@
-"""``toolscore prune --spans-older-than DURATION [--dry-run]``: span retention, once.
+"""``toolscore prune [--spans-older-than DURATION] [--history-older-than DURATION]
+[--dry-run]``: span and history retention, once.
 
-Deletes the spans and log records of finished conversations whose last span arrived more than
-DURATION ago, exactly as ``serve --span-retention`` does periodically
+``--spans-older-than`` deletes the spans and log records of finished conversations whose last
+span arrived more than DURATION ago, exactly as ``serve --span-retention`` does periodically
 (:mod:`toolscore.collector.retention`); conversations, tool calls, evaluations and expectations
-stay. Safe while ``serve`` runs on the same database.
+stay. ``--history-older-than`` deletes those conversations whole, as ``serve
+--history-retention`` does, their scores kept in the daily rollup. Safe while ``serve`` runs on
+the same database.
 """
 
 from __future__ import annotations
@@ -27,17 +30,23 @@ PROG = "toolscore prune"
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "prune",
-        help="delete old spans and log records of finished conversations (keeps the history)",
-        description="Delete the spans and log records of scored (or unmatched, or failed) "
-        "conversations whose last span arrived more than DURATION ago. Conversations, tool "
-        "calls, evaluations and expectations are kept; open conversations are never touched.",
+        help="delete old spans and log records, or old conversations, of finished ones",
+        description="Delete the spans and log records (--spans-older-than), or whole "
+        "conversations with their calls and evaluations (--history-older-than), of scored "
+        "(or unmatched, or failed) conversations whose last span arrived more than DURATION "
+        "ago. Deleted conversations' scores stay in the daily rollup (toolscore report, "
+        "daily_scores); open conversations are never touched.",
     )
     add_db_argument(parser)
     parser.add_argument(
         "--spans-older-than",
-        required=True,
         metavar="DURATION",
-        help="age by arrival time, e.g. 12h, 7d, 2w",
+        help="delete spans and log records; age by arrival time, e.g. 12h, 7d, 2w",
+    )
+    parser.add_argument(
+        "--history-older-than",
+        metavar="DURATION",
+        help="delete whole conversations (not shorter than --spans-older-than), e.g. 90d",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="count what would be deleted, delete nothing"
@@ -48,8 +57,9 @@ def register(subparsers: Any) -> None:
 class ProgressBar:
     """``[#####.....] 1200/4000 rows`` redrawn in place on a terminal; silent otherwise."""
 
-    def __init__(self, stream: IO[str], total: int, width: int = 30) -> None:
+    def __init__(self, stream: IO[str], total: int, width: int = 30, unit: str = "rows") -> None:
         self._stream = stream
+        self._unit = unit
         self._total = total
         self._width = width
         self._done = 0
@@ -62,7 +72,7 @@ class ProgressBar:
         done = min(self._done, self._total)
         filled = self._width * done // self._total
         bar = "#" * filled + "." * (self._width - filled)
-        self._stream.write(f"\rpruning [{bar}] {done}/{self._total} rows")
+        self._stream.write(f"\rpruning [{bar}] {done}/{self._total} {self._unit}")
         self._stream.flush()
 
     def close(self) -> None:
@@ -71,20 +81,42 @@ class ProgressBar:
             self._stream.flush()
 
 
-def run(args: argparse.Namespace) -> int:
-    from toolscore.collector.retention import DurationError, cutoff_for, parse_duration
+def _duration(flag: str, value: str | None) -> float | None:
+    from toolscore.collector.retention import DurationError, parse_duration
 
+    if value is None:
+        return None
     try:
-        seconds = parse_duration(args.spans_older_than)
+        seconds = parse_duration(value)
     except DurationError as exc:
-        raise UsageError(f"--spans-older-than: {exc}, got {args.spans_older_than!r}") from None
+        raise UsageError(f"{flag}: {exc}, got {value!r}") from None
     if seconds is None:
-        print(f"{PROG}: --spans-older-than forever: nothing to delete", file=sys.stderr)
+        print(f"{PROG}: {flag} forever: nothing to delete", file=sys.stderr)
+    return seconds
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolscore.collector.retention import cutoff_for, describe
+
+    if args.spans_older_than is None and args.history_older_than is None:
+        raise UsageError("give --spans-older-than or --history-older-than (or both)")
+    spans = _duration("--spans-older-than", args.spans_older_than)
+    history = _duration("--history-older-than", args.history_older_than)
+    if spans is not None and history is not None and history < spans:
+        raise UsageError(
+            f"--history-older-than {describe(history)} is shorter than --spans-older-than "
+            f"{describe(spans)}: the history retention must be at least the span retention"
+        )
+    if spans is None and history is None:
         return 0
     engine = open_database(args, "conversations")
     try:
         with database_errors(database_url(args)):
-            return _prune(engine, cutoff_for(seconds), dry_run=args.dry_run)
+            if spans is not None:
+                _prune(engine, cutoff_for(spans), dry_run=args.dry_run)
+            if history is not None:
+                _prune_history(engine, cutoff_for(history), dry_run=args.dry_run)
+            return 0
     except KeyboardInterrupt:
         print(f"\n{PROG}: interrupted (what was deleted stays deleted)", file=sys.stderr)
         return 130
@@ -123,6 +155,46 @@ def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
             line += f", {_size(result.free_after)} free inside the file for reuse"
     print(line)
     return 0
+
+
+def _prune_history(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
+    from toolscore.storage.history_pruning import prune_history
+    from toolscore.storage.history_retention import plan
+    from toolscore.storage.rollup import supported
+
+    with engine.connect() as conn:
+        if not supported(conn):
+            raise Failure("the database predates history retention: run `toolscore db upgrade`")
+        planned = plan(conn, cutoff_ns)
+    before = _when(cutoff_ns)
+    what = (
+        f"{planned.conversations} conversations ({planned.evaluations} evaluations, "
+        f"{planned.tool_calls} tool calls)"
+    )
+    if dry_run:
+        print(f"would delete {what} whose last span was received before {before}")
+        return 0
+    bar = ProgressBar(sys.stderr, planned.conversations, unit="conversations")
+    try:
+        result = prune_history(engine, cutoff_ns, progress=bar)
+    finally:
+        bar.close()
+    line = (
+        f"deleted {result.conversations} conversations ({result.evaluations} evaluations, "
+        f"{result.tool_calls} tool calls, {result.spans} spans, {result.log_records} log "
+        f"records) whose last span was received before {before}; their scores stay in the "
+        "daily rollup"
+    )
+    if result.bytes_before is not None and result.bytes_after is not None:
+        line += f"; storage {_size(result.bytes_before)} -> {_size(result.bytes_after)}"
+        if result.free_after:
+            line += f", {_size(result.free_after)} free inside the file for reuse"
+    print(line)
+    return 0
+
+
+def _when(cutoff_ns: int) -> str:
+    return dt.datetime.fromtimestamp(cutoff_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _size(n: int) -> str:

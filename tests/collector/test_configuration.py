@@ -406,6 +406,17 @@ ROWS = [
         bad="soon",
     ),
     Row(
+        "--history-retention",
+        "TOOLSCORE_HISTORY_RETENTION",
+        "30d",
+        "60d",
+        lambda c: c.retention.history_s,
+        30 * 86400.0,
+        60 * 86400.0,
+        None,
+        bad="later",
+    ),
+    Row(
         "--span-retention-interval",
         "TOOLSCORE_SPAN_RETENTION_INTERVAL",
         "5",
@@ -630,6 +641,22 @@ def test_otel_variables_refine_the_write_back_after_toolscore_ones() -> None:
         _load([], {**otel, "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"})
     # the endpoint agents use to reach toolscore never turns the write-back on
     assert _load([], {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}).export is None
+
+
+def test_history_retention_must_be_at_least_the_span_retention() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _load(["--history-retention", "3d"], {})  # spans: 7d by default
+    assert str(caught.value) == (
+        "--history-retention / TOOLSCORE_HISTORY_RETENTION: 3d is shorter than "
+        "--span-retention / TOOLSCORE_SPAN_RETENTION (7d): the history retention must be at "
+        "least the span retention"
+    )
+    with pytest.raises(ConfigError, match="TOOLSCORE_HISTORY_RETENTION: 1h is shorter"):
+        _load(["--span-retention", "2h"], {"TOOLSCORE_HISTORY_RETENTION": "1h"})
+    same = _load(["--span-retention", "2h", "--history-retention", "2h"], {}).retention
+    assert (same.retention_s, same.history_s) == (7200.0, 7200.0)
+    alone = _load(["--span-retention", "forever", "--history-retention", "1h"], {}).retention
+    assert (alone.retention_s, alone.history_s) == (None, 3600.0)
 
 
 def test_cross_field_errors_name_every_flag_and_variable() -> None:

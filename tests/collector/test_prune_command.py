@@ -86,3 +86,34 @@ def test_new_sqlite_files_give_freed_pages_back(
     engine.dispose()
     assert free == 0 and after < before * 0.7, (before, after)
     assert os.path.getsize(path) < before * 8192
+
+
+def test_prune_history_dry_run_counts_then_deletes_and_summarises(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _filled(db_url, 3)
+    args = ["prune", "--db", db_url, "--history-older-than", "1d"]
+    assert main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("would delete 3 conversations (6 evaluations, 6 tool calls)"), out
+    assert _spans(db_url) == 15
+    assert main(["prune", "--db", db_url, "--spans-older-than", "12h", *args[3:]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("deleted 15 spans and 3 log records of 3 conversations"), out
+    assert out[1].startswith(
+        "deleted 3 conversations (6 evaluations, 6 tool calls, 0 spans, 0 log records)"
+    ), out
+    assert _spans(db_url) == 0
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("deleted 0 conversations")
+
+
+def test_prune_history_shorter_than_spans_or_nothing_is_a_usage_error(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = ["prune", "--db", sqlite_url]
+    assert main([*given, "--spans-older-than", "7d", "--history-older-than", "1d"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--history-older-than 1d is shorter" in err, err
+    assert main(given) == 2
+    assert "--history-older-than" in capsys.readouterr().err

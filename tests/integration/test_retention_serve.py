@@ -184,3 +184,58 @@ def test_postgres_partitions_created_and_dropped_while_a_real_server_ingests(
     assert set(acknowledged) <= stored, "every acknowledged span's trace stored"
     assert live_spans == 4 * len(acknowledged), "all 4 spans of each acknowledged trace"
     assert old_left == 0
+
+
+def test_serve_deletes_old_conversations_with_history_retention(
+    db_url: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Span retention 2 s, history retention 3 s: a finished conversation goes from every table
+    in the background, its scores stay in the rollup; a busy one stays; a new span of the
+    deleted one starts a new conversation."""
+    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage.rollup import daily_score_rollup
+
+    def count(table: Any, where: Any) -> int:
+        engine = create_engine(db_url)
+        try:
+            with engine.connect() as conn:
+                query = select(func.count()).select_from(table).where(where)
+                return int(conn.execute(query).scalar_one())
+        finally:
+            engine.dispose()
+
+    import_refs(db_url, ExpectationData(id="w", reference_tool_calls=[WEATHER, TIME]))
+    extensions = [
+        pipeline_extension(PipelineOptions(settle_s=0.5, root_idle_s=0.3)),
+        retention_extension(RetentionOptions(retention_s=2.0, interval_s=0.3, history_s=3.0)),
+    ]
+    caplog.set_level(logging.INFO, logger="toolscore.retention")
+    with RunningServer(server_settings(db_url), extensions) as srv:
+        provider = otlp_provider(srv)
+        tracer = provider.get_tracer("app")
+        ref = {"toolscore.reference.id": "w"}
+        genai_agent_trace(tracer, "old", [WEATHER], "Weather in Paris?", ref)
+        provider.force_flush()
+        wait_scored(db_url, ["old"])
+        assert count(evaluations, evaluations.c.conversation_id == "old") == 2
+        deadline = time.monotonic() + 4.5
+        while time.monotonic() < deadline:  # kept busy: never deleted
+            genai_agent_trace(tracer, "busy", [WEATHER], "Weather?", ref)
+            provider.force_flush()
+            time.sleep(0.5)
+        wait_for(lambda: count(conversations, conversations.c.id == "old") == 0)
+        assert count(evaluations, evaluations.c.conversation_id == "old") == 0
+        assert count(tool_calls, tool_calls.c.conversation_id == "old") == 0
+        assert count(conversation_traces, conversation_traces.c.conversation_id == "old") == 0
+        assert count(conversations, conversations.c.id == "busy") == 1
+        assert count(daily_score_rollup, daily_score_rollup.c.evaluations > 0) >= 1
+        registry = srv.app.metrics.registry
+        deleted = registry.get_sample_value("toolscore_retention_deleted_conversations_total")
+        assert deleted == 1
+        genai_agent_trace(tracer, "old", [TIME], "And the time in Tokyo?", ref)
+        provider.force_flush()
+        wait_scored(db_url, ["old"], revision=1)
+        provider.shutdown()
+    assert calls_of(db_url, "old", 1) == ["get_time"], "a new conversation: only the new call"
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolscore.retention"]
+    assert any("history retention: deleted 1 conversations" in line for line in lines), lines

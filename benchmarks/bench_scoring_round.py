@@ -1,0 +1,385 @@
+"""CPU of the scoring process per conversation, split by phase, in-process (no server).
+
+Each measurement is a fresh child process: it fills a real database (a new SQLite file, or your
+own PostgreSQL database with ``--postgres``, emptied first) with N matched 7-span conversations
+stored as the receiver stores them (``benchmarks/pipeline_load.py``'s OTLP requests, decoded by
+``collector/decode.py``, ``store_telemetry`` and the ingest hook's ``assign_spans`` in one
+transaction per request), all ready to score, then runs ``RoundRunner.run_once`` (what the
+scoring process runs) until nothing is left, in its thread, and checks every conversation got
+a scored revision. CPU is the thread's CPU time (``time.thread_time``): the database server's
+own CPU (PostgreSQL) is not in it.
+
+Each run measures each tree twice: once bare (the total CPU per conversation) and once with
+every phase's functions wrapped (the split; the wrappers add their own cost, shown as the
+difference of the two totals). Phases are exclusive (a phase's time leaves out the phases it
+calls): claim (``claim_ready``, ``next_due_ns``), sizes (``span_counts``), heads (the
+conversation rows and traces, pruning marks), load (spans and logs read: SQL and rows), decode
+(JSON of span columns and ``SpanRecord``s built), reconstruct, match (expectation lookups),
+score (the metrics), rows (tool-call and evaluation rows made storable), write (the revision's
+statements), commit, other (the rest of the round: connections, Python glue).
+
+``--baseline REF_OR_DIR`` measures another tree side by side (a git ref is extracted with
+``git archive`` into a temporary directory), alternating which goes first; it runs with this
+venv's packages::
+
+    python benchmarks/bench_scoring_round.py --conversations 4000 --runs 5 --baseline main \\
+        [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/scorecpu_bench]
+
+``--profile FILE`` writes a cProfile of one bare pass of this tree (``python -m pstats FILE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+PHASES = (
+    "claim", "sizes", "heads", "load", "decode", "reconstruct", "match", "score", "rows",
+    "write", "commit", "other",
+)  # fmt: skip
+# phase -> (module, attribute) of the functions that make it up; absent ones are skipped.
+WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
+    "claim": (("storage.leases", "claim_ready"), ("storage.leases", "next_due_ns")),
+    "sizes": (("storage.leases", "span_counts"),),
+    "heads": (("storage.conversations", "heads_and_traces"), ("storage.retention", "carried")),
+    "load": (("storage.telemetry", "load_spans"), ("storage.telemetry", "load_logs")),
+    "decode": (
+        ("storage.jsoncodec", "json_loads"),
+        ("storage.telemetry", "_span_from_values"),
+        ("storage.telemetry", "decode_spans"),
+    ),
+    "reconstruct": (("collector.reconstruct", "reconstruct"),),
+    "match": (("collector.pipeline.score", "_Matcher.match"),),
+    "score": (("collector.pipeline.score", "_evaluate"),),
+    "rows": (
+        ("collector.pipeline.score", "_call_rows"),
+        ("collector.pipeline.score", "_storable_evaluations"),
+        ("collector.not_evaluated", "mark_not_evaluated"),
+    ),
+    "write": (("storage.evaluations", "write_revisions"),),
+}
+TABLES = (
+    "spans",
+    "log_records",
+    "conversations",
+    "conversation_traces",
+    "evaluations",
+    "tool_calls",
+)
+
+
+# --- the child: one measurement ----------------------------------------------------------------
+
+
+def _use_tree(tree: Path) -> None:
+    """Import ``toolscore`` and its sub-packages from ``tree`` (laid out as the repository)."""
+    import importlib.abc
+    import importlib.util
+
+    folders = {
+        "toolscore": tree / "toolscore",
+        "toolscore.collector": tree / "collector",
+        "toolscore.scorer": tree / "scorer",
+        "toolscore.storage": tree / "storage",
+    }
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+            if name in folders:
+                init = folders[name] / "__init__.py"
+                return importlib.util.spec_from_file_location(
+                    name, init, submodule_search_locations=[str(folders[name])]
+                )
+            return None
+
+    sys.meta_path.insert(0, Finder())
+
+
+class _Phases:
+    """Exclusive thread CPU time per phase, from wrappers around the phases' functions."""
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(PHASES, 0.0)
+        self._stack: list[list[float]] = []  # [start, time of wrapped callees]
+
+    def wrap(self, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        clock, stack, spent = time.thread_time, self._stack, self.spent
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            frame = [clock(), 0.0]
+            stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                stack.pop()
+                took = clock() - frame[0]
+                spent[phase] += took - frame[1]
+                if stack:
+                    stack[-1][1] += took
+
+        return wrapped
+
+    def install(self) -> None:
+        import importlib
+
+        for phase, targets in WRAPPED.items():
+            for module_name, attr in targets:
+                module = importlib.import_module(f"toolscore.{module_name}")
+                owner_name, _, name = attr.rpartition(".")
+                owner = getattr(module, owner_name) if owner_name else module
+                if not hasattr(owner, name):
+                    continue
+                original = getattr(owner, name)
+                wrapped = self.wrap(phase, original)
+                setattr(owner, name, wrapped)
+                if not owner_name:  # also where other modules imported it by name
+                    for other in list(sys.modules.values()):
+                        if getattr(other, "__name__", "").startswith("toolscore") and any(
+                            v is original for v in vars(other).values()
+                        ):
+                            for key, value in list(vars(other).items()):
+                                if value is original:
+                                    setattr(other, key, wrapped)
+        from sqlalchemy.engine.base import Connection
+
+        Connection._commit_impl = self.wrap("commit", Connection._commit_impl)  # type: ignore[method-assign]
+
+
+def _import_all() -> None:
+    import toolscore.collector.pipeline.rounds
+    import toolscore.collector.pipeline.score
+    import toolscore.storage.engine  # noqa: F401
+
+
+def _fill(url: str, conversations: int) -> int:
+    """Store ``conversations`` ready conversations as ingest does; returns the spans stored."""
+    sys.path.insert(0, str(HERE))
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from pipeline_load import TRACES_PER_REQUEST, payloads
+
+    from toolscore.collector.decode import decode_traces
+    from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.expectations import ExpectationData, import_expectations
+    from toolscore.storage.migrate import upgrade
+    from toolscore.storage.telemetry import span_values, store_telemetry
+
+    upgrade(url)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)} CASCADE")
+    with engine.connect() as conn:
+        calls = [
+            {"name": "get_weather", "args": {"city": "Paris"}},
+            {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
+        ] * 2
+        import_expectations(conn, [ExpectationData(id="bench", reference_tool_calls=calls)])
+    requests = -(-conversations // TRACES_PER_REQUEST)
+    at_ns = time.time_ns() - 600 * 10**9  # long settled
+    stored = 0
+    for body in payloads("conv", requests):
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        spans = decode_traces(request).spans
+        cache: dict[int, str] = {}
+        with engine.begin() as conn:
+            store_telemetry(conn, [span_values(s, at_ns, cache) for s in spans], [])
+            assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig())
+        stored += len(spans)
+    engine.dispose()
+    return stored
+
+
+def _scored(url: str) -> int:
+    from sqlalchemy import func, select
+
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.pipeline import conversations
+
+    engine = create_engine(url)
+    c = conversations.c
+    with engine.connect() as conn:
+        n = conn.execute(
+            select(func.count()).where(c.status == "scored", c.needs_scoring.is_(False))
+        ).scalar_one()
+    engine.dispose()
+    return int(n)
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    if args.tree:
+        _use_tree(Path(args.tree))
+    _import_all()
+    phases = _Phases() if args.phases else None
+    if phases is not None:
+        phases.install()  # before any engine exists: it captures the JSON decoder
+    url = args.db
+    if url is None:
+        url = f"sqlite:///{tempfile.mkdtemp(prefix='bench-round-')}/bench.db"
+    conversations = -(-args.conversations // 73) * 73
+    spans = _fill(url, conversations)
+    import gc
+
+    from toolscore.collector.pipeline.claim import Timing
+    from toolscore.collector.pipeline.rounds import RoundRunner
+    from toolscore.scorer import default_config
+    from toolscore.storage.database import open_database
+
+    runner = RoundRunner(
+        open_database(url),
+        default_config(),
+        timing=Timing(settle_s=2.0),
+        batch_size=args.batch,
+        worker_id="bench",
+    )
+    gc.collect()
+    gc.freeze()  # as the scoring process does (collector/pipeline/child.py)
+    gc.set_threshold(50_000, 20, 100)
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    rounds = 0
+    wall, cpu = time.perf_counter(), time.thread_time()
+    while runner.run_once().claimed:
+        rounds += 1
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    scored = _scored(url)
+    out: dict[str, Any] = {
+        "conversations": conversations,
+        "spans": spans,
+        "scored": scored,
+        "rounds": rounds,
+        "cpu_ms_per_conv": cpu * 1e3 / conversations,
+        "wall_ms_per_conv": wall * 1e3 / conversations,
+    }
+    if phases is not None:
+        known = sum(v for k, v in phases.spent.items() if k != "other")
+        phases.spent["other"] = cpu - known
+        out["phases_us"] = {k: v * 1e6 / conversations for k, v in phases.spent.items()}
+    return out
+
+
+# --- the parent: runs, alternation, medians ------------------------------------------------------
+
+
+def _tree_of(ref_or_dir: str) -> Path:
+    if Path(ref_or_dir).is_dir():
+        return Path(ref_or_dir).resolve()
+    target = Path(tempfile.mkdtemp(prefix="bench-round-baseline-"))
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref_or_dir], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def _measure(
+    args: argparse.Namespace, tree: Path | None, phases: bool, profile: str | None = None
+) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", "--conversations", str(args.conversations)]
+    command += ["--batch", str(args.batch)]
+    if tree is not None:
+        command += ["--tree", str(tree)]
+    if args.postgres:
+        command += ["--db", args.postgres]
+    if phases:
+        command.append("--phases")
+    if profile:
+        command += ["--profile", profile]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["scored"] != result["conversations"]:
+        raise SystemExit(f"only {result['scored']} of {result['conversations']} were scored")
+    return result
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
+
+
+def _report(name: str, bare: list[dict[str, Any]], split: list[dict[str, Any]]) -> dict[str, float]:
+    row = {
+        "cpu": _median(bare, "cpu_ms_per_conv") * 1e3,
+        "wall": _median(bare, "wall_ms_per_conv") * 1e3,
+        "instrumented": _median(split, "cpu_ms_per_conv") * 1e3,
+    }
+    for phase in PHASES:
+        row[phase] = statistics.median(r["phases_us"][phase] for r in split)
+    print(
+        f"{name:>9}: {row['cpu']:6.1f} us CPU/conv (wall {row['wall']:6.1f} us), "
+        f"instrumented {row['instrumented']:6.1f}; rounds {bare[0]['rounds']}; runs "
+        + ", ".join(f"{r['cpu_ms_per_conv'] * 1e3:.0f}" for r in bare)
+    )
+    return row
+
+
+def _table(rows: dict[str, dict[str, float]]) -> None:
+    names = list(rows)
+    print("\n| phase (us CPU per conversation) | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names) + ("---|" if len(names) == 2 else ""))
+    ratio = len(names) == 2
+    for key in ("cpu", "wall", "instrumented", *PHASES):
+        cells = [f"{rows[n][key]:.1f}" for n in names]
+        if ratio:
+            base = rows[names[1]][key]
+            cells.append(f"{rows[names[0]][key] / base:.2f}x" if base > 0.05 else "-")
+        print(f"| {key} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--conversations", type=int, default=4000)
+    parser.add_argument("--batch", type=int, default=200, help="RoundRunner batch size")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", help="a PostgreSQL URL of your own (emptied each run)")
+    parser.add_argument("--baseline", help="a git ref or a directory to measure side by side")
+    parser.add_argument("--profile", help="write a cProfile of one bare pass to this file")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    trees: dict[str, Path | None] = {"this": None}
+    if args.baseline:
+        trees["baseline"] = _tree_of(args.baseline)
+    results: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+        name: ([], []) for name in trees
+    }
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    for run in range(args.runs):
+        order = list(trees) if run % 2 == 0 else list(reversed(trees))
+        for name in order:
+            for phases in (False, True):
+                results[name][phases].append(_measure(args, trees[name], phases))
+        print(f"run {run + 1}/{args.runs} done; load average {os.getloadavg()}", flush=True)
+    if args.profile:
+        _measure(args, None, False, args.profile)
+    rows = {name: _report(name, *results[name]) for name in trees}
+    db = "PostgreSQL" if args.postgres else "SQLite"
+    print(f"\n{db}, {args.conversations} conversations, batch {args.batch}, {args.runs} runs")
+    _table(rows)
+
+
+if __name__ == "__main__":
+    main()
