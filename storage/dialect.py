@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
@@ -198,10 +199,8 @@ def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     if name not in ("postgresql", "sqlite"):
         conn.execute(table.insert(), list(rows))
         return
-    columns = list(rows[0])
-    dialect = conn.dialect
-    processors = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
-    bound = list(zip(columns, processors, strict=True))
+    columns = tuple(rows[0])
+    bound = _bind_processors(conn.dialect, table, columns)
     values = [[row[c] if p is None else p(row[c]) for c, p in bound] for row in rows]
     if name == "sqlite":
         marks = ", ".join("?" * len(columns))
@@ -214,6 +213,14 @@ def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
         for value in values:
             copy.write_row(value)
+
+
+@cache
+def _bind_processors(
+    dialect: Dialect, table: Table, columns: tuple[str, ...]
+) -> list[tuple[str, Any]]:
+    """(column, its type's bind processor or None) for ``columns`` of ``table``."""
+    return [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in columns]
 
 
 def _copy_ignore_duplicates(
