@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
 
@@ -28,23 +29,30 @@ def heads_and_traces(
 ) -> tuple[list[ScoringHead], dict[str, str]]:
     """The conversations of ``ids`` that exist (in chunk order) and trace id -> conversation id
     of their traces, leaving out the traces of conversations in ``without_traces``."""
-    c, ct = conversations.c, conversation_traces.c
     heads: list[ScoringHead] = []
     trace_conv: dict[str, str] = {}
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
-        heads.extend(
-            ScoringHead(*row)
-            for row in conn.execute(
-                select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(chunk))
-            )
-        )
+        heads.extend(ScoringHead(*row) for row in conn.execute(_heads(), {"ids": chunk}))
         loaded = [conv_id for conv_id in chunk if conv_id not in without_traces]
-        for trace_id, conv_id in conn.execute(
-            select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(loaded))
-        ):
+        for trace_id, conv_id in conn.execute(_traces(), {"ids": loaded}):
             trace_conv[trace_id] = conv_id
     return heads, trace_conv
+
+
+# Built once, with bound parameters (scoring runs them every round).
+@cache
+def _heads() -> Any:
+    c = conversations.c
+    ids: Any = bindparam("ids", expanding=True)
+    return select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(ids))
+
+
+@cache
+def _traces() -> Any:
+    ct = conversation_traces.c
+    ids: Any = bindparam("ids", expanding=True)
+    return select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(ids))
 
 
 # --- what the read-only commands show (``toolscore conversations``, ``show``) -----------------

@@ -9,23 +9,21 @@ whether a transaction needs row locks at all.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, select
+from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
 
 def insert_for(conn: Connection, table: Table) -> Any:
     """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
-    name = conn.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table)
-    if name == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported dialect {name!r}")
+    return insert_dialect(conn.dialect.name, table)
 
 
 def backend_name(url: str) -> str:
@@ -113,30 +111,116 @@ def insert_tuples_ignore_duplicates(
         raise NotImplementedError(f"unsupported dialect {name!r}")
 
 
+# (statement key, dialect name, row keys) -> (SQL, parameter names in driver order or None:
+# named, binders)
+_PREPARED: dict[
+    tuple[str, str, tuple[str, ...]], tuple[str, tuple[str, ...] | None, dict[str, Any]]
+] = {}
+
+
+def execute_prepared(
+    conn: Connection,
+    key: str,
+    build: Callable[[], Any],
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+) -> None:
+    """Hot path of ``conn.execute(build(), rows)`` for an ``INSERT`` into ``table`` whose rows
+    all have the same keys: the statement is built and compiled once per dialect (cached under
+    ``key``) and goes straight to the driver's ``executemany``; values are bound by the columns'
+    own types (so stored exactly as ``conn.execute`` stores them), each distinct value once per
+    call. ``build()`` may use :func:`insert_dialect` and must have no literal bound values."""
+    if not rows:
+        return
+    dialect = conn.dialect
+    columns = tuple(rows[0])
+    prepared = _PREPARED.get((key, dialect.name, columns))
+    if prepared is None:
+        compiled = build().compile(dialect=dialect, column_keys=list(columns))
+        names = tuple(compiled.positiontup or ()) if compiled.positional else None
+        if set(names if names is not None else compiled.binds) != set(columns):
+            raise ValueError(f"{key}: the statement binds other values than the rows' keys")
+        binders = {
+            name: p
+            for name in columns
+            if (p := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+        prepared = (str(compiled), names, binders)
+        _PREPARED[(key, dialect.name, columns)] = prepared
+    sql, names, binders = prepared
+    getter: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None
+    if names is not None:  # itemgetter of one name gives the value, not a 1-tuple
+        getter = operator.itemgetter(*names) if len(names) > 1 else lambda v: (v[names[0]],)
+    bound: list[Any] = []
+    memo: dict[tuple[str, Any], Any] = {}
+    for row in rows:
+        values = dict(row)
+        for name, binder in binders.items():
+            value = values[name]
+            if value is None:
+                continue
+            try:
+                hit = memo.get((name, value), memo)
+            except TypeError:  # unhashable (a JSON value): bound on its own
+                hit = binder(value)
+            if hit is memo:
+                hit = memo[(name, value)] = binder(value)
+            values[name] = hit
+        bound.append(values if getter is None else getter(values))
+    conn.exec_driver_sql(sql, bound)
+
+
+def insert_dialect(name: str, table: Table) -> Any:
+    """:func:`insert_for` by dialect name (for statements built once per dialect)."""
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def in_list(conn: Connection, count: int) -> str:
+    """``(p, p, ...)``: ``count`` driver placeholders for a ``WHERE x IN`` in driver SQL."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return "(" + ", ".join([mark] * count) + ")"
+
+
 def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
 
-    PostgreSQL: one ``COPY`` (an order of magnitude less server work than ``executemany``, which
-    runs one ``INSERT`` per row), values bound by the columns' own SQLAlchemy types, so they are
-    stored exactly as ``conn.execute(table.insert(), rows)`` stores them. Others: that statement.
+    Values are bound by the columns' own SQLAlchemy types, so they are stored exactly as
+    ``conn.execute(table.insert(), rows)`` stores them, without its per-row work: PostgreSQL one
+    ``COPY`` (an order of magnitude less server work than ``executemany``, which runs one
+    ``INSERT`` per row); SQLite the driver's ``executemany`` (one prepared statement).
     """
     if not rows:
         return
-    if conn.dialect.name != "postgresql":
+    name = conn.dialect.name
+    if name not in ("postgresql", "sqlite"):
         conn.execute(table.insert(), list(rows))
         return
-    columns = list(rows[0])
-    dialect = conn.dialect
-    processors = [
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns
-    ]
-    bound = [(name, processor) for name, processor in zip(columns, processors, strict=True)]
+    columns = tuple(rows[0])
+    bound = _bind_processors(conn.dialect, table, columns)
+    values = [[row[c] if p is None else p(row[c]) for c, p in bound] for row in rows]
+    if name == "sqlite":
+        marks = ", ".join("?" * len(columns))
+        sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        conn.exec_driver_sql(sql, [tuple(v) for v in values])
+        return
     dbapi = conn.connection.driver_connection
     assert dbapi is not None
     statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
     with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row([row[name] if p is None else p(row[name]) for name, p in bound])
+        for value in values:
+            copy.write_row(value)
+
+
+@cache
+def _bind_processors(
+    dialect: Dialect, table: Table, columns: tuple[str, ...]
+) -> list[tuple[str, Any]]:
+    """(column, its type's bind processor or None) for ``columns`` of ``table``."""
+    return [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in columns]
 
 
 def _copy_ignore_duplicates(
@@ -183,7 +267,12 @@ def skip_locked(conn: Connection, query: Select[Any], of: Table | None = None) -
     SKIP LOCKED``: those are skipped). SQLite has no row locks: the caller's transaction must
     already hold the write lock (begin with a write) or accept that the rows may change before
     it writes."""
-    if conn.dialect.name == "postgresql":
+    return skip_locked_in(conn.dialect, query, of)
+
+
+def skip_locked_in(dialect: Dialect, query: Select[Any], of: Table | None = None) -> Select[Any]:
+    """:func:`skip_locked` for a statement built once per dialect (``conn.dialect``)."""
+    if dialect.name == "postgresql":
         return query.with_for_update(skip_locked=True, of=of)
     return query
 
@@ -201,10 +290,21 @@ def lock_for_write(
     queries down). SQLite: ``UPDATE`` setting ``touch`` to itself ``RETURNING`` the columns, so
     the transaction takes the write lock before anything is read (a read first could be
     upgraded too late and fail with SQLITE_BUSY)."""
-    if conn.dialect.name == "postgresql":
-        return _rows(conn.execute(select(*columns).where(where).with_for_update()).all())
-    stmt = table.update().where(where).values({touch.name: touch}).returning(*columns)
-    return _rows(conn.execute(stmt).all())
+    return _rows(conn.execute(lock_statement(conn.dialect, table, columns, where, touch)).all())
+
+
+def lock_statement(
+    dialect: Dialect,
+    table: Table,
+    columns: Sequence[ColumnElement[Any]],
+    where: ColumnElement[bool],
+    touch: Column[Any],
+) -> Any:
+    """:func:`lock_for_write`'s statement for ``dialect`` (``conn.dialect``), to build once
+    (with bound parameters) and run many times."""
+    if dialect.name == "postgresql":
+        return select(*columns).where(where).with_for_update()
+    return table.update().where(where).values({touch.name: touch}).returning(*columns)
 
 
 def _rows(rows: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
@@ -260,3 +360,9 @@ def release_free_pages(conn: Connection, pages: int) -> int:
 def can_partition(conn: Connection) -> bool:
     """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
     return conn.dialect.name == "postgresql"
+
+
+def json_text(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` (a JSON column) read as its stored JSON text, not decoded: JSON text on
+    SQLite, JSONB's text output on PostgreSQL (what its driver would otherwise decode)."""
+    return cast(column, Text)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Boolean, Connection, and_, bindparam, case, false, null, select, true
+from sqlalchemy.engine import Dialect
 
-from toolscore.storage.dialect import bulk_insert, lock_for_write
+from toolscore.storage.dialect import bulk_insert, lock_statement
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
 
@@ -44,12 +46,16 @@ class Revision:
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
     """Lock the conversations about to get a revision (those still claimed by ``claimed_by``)
     and read their current revisions."""
+    stmt = _lock(conn.dialect, claimed_by is not None)
+    return {i: r for i, r in conn.execute(stmt, {"ids": list(ids), "owner": claimed_by})}
+
+
+@cache
+def _lock(dialect: Dialect, owned: bool) -> Any:
     c = conversations.c
-    owner = c.claimed_by == claimed_by if claimed_by is not None else true()
-    rows = lock_for_write(
-        conn, conversations, [c.id, c.revision], and_(c.id.in_(ids), owner), c.revision
-    )
-    return {i: r for i, r in rows}
+    owner = c.claimed_by == bindparam("owner") if owned else true()
+    ids = c.id.in_(bindparam("ids", expanding=True))
+    return lock_statement(dialect, conversations, [c.id, c.revision], and_(ids, owner), c.revision)
 
 
 def write_revisions(
@@ -73,14 +79,7 @@ def write_revisions(
     todo = [x for x in revisions if x.conversation_id in owned]
     if not todo:
         return {}
-    conn.execute(
-        evaluations.update()
-        .where(
-            evaluations.c.conversation_id.in_([x.conversation_id for x in todo]),
-            evaluations.c.is_current == true(),
-        )
-        .values(is_current=false())
-    )
+    conn.execute(_SUPERSEDE, {"ids": [x.conversation_id for x in todo]})
     written: dict[str, int] = {}
     eval_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
@@ -152,6 +151,15 @@ def _update_conversation() -> Any:
 
 
 _UPDATE_CONVERSATION = _update_conversation()
+# Built once (building costs more than running it): the previous revision is no longer current.
+_SUPERSEDE = (
+    evaluations.update()
+    .where(
+        evaluations.c.conversation_id.in_(bindparam("ids", expanding=True)),
+        evaluations.c.is_current == true(),
+    )
+    .values(is_current=false())
+)
 
 
 def history(

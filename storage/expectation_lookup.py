@@ -4,19 +4,51 @@ matching a conversation to its expectation (``match_expectation``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
+from typing import Any
 
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, and_, bindparam, select
 from sqlalchemy.engine import RowMapping
 
 from toolscore.storage.expectation_model import EXPECTATIONS, MATCH_IDS, ExpectationRow, row_of
 from toolscore.storage.user_input import normalize_user_input
 
+# The statements scoring runs for every round or conversation are built once, with bound
+# parameters: building a statement costs several times what executing it does.
+
+
+@cache
+def _latest() -> Any:
+    return select(EXPECTATIONS).where(
+        EXPECTATIONS.c.id == bindparam("id"), EXPECTATIONS.c.is_latest.is_(True)
+    )
+
+
+@cache
+def _by_conversation_id() -> Any:
+    return (
+        select(EXPECTATIONS)
+        .join(
+            MATCH_IDS,
+            and_(
+                MATCH_IDS.c.expectation_id == EXPECTATIONS.c.id,
+                MATCH_IDS.c.version == EXPECTATIONS.c.version,
+            ),
+        )
+        .where(MATCH_IDS.c.conversation_id == bindparam("id"), EXPECTATIONS.c.is_latest.is_(True))
+    )
+
+
+@cache
+def _by_user_input() -> Any:
+    return select(EXPECTATIONS).where(
+        EXPECTATIONS.c.match_user_input_norm == bindparam("text"),
+        EXPECTATIONS.c.is_latest.is_(True),
+    )
+
 
 def get_latest(conn: Connection, expectation_id: str) -> ExpectationRow | None:
-    stmt = select(EXPECTATIONS).where(
-        EXPECTATIONS.c.id == expectation_id, EXPECTATIONS.c.is_latest.is_(True)
-    )
-    found = conn.execute(stmt).mappings().first()
+    found = conn.execute(_latest(), {"id": expectation_id}).mappings().first()
     return row_of(found) if found is not None else None
 
 
@@ -56,18 +88,8 @@ def find_by_conversation_id(conn: Connection, conversation_id: str) -> Expectati
 
     Several candidates: the smallest id wins, so the choice is stable.
     """
-    stmt = (
-        select(EXPECTATIONS)
-        .join(
-            MATCH_IDS,
-            and_(
-                MATCH_IDS.c.expectation_id == EXPECTATIONS.c.id,
-                MATCH_IDS.c.version == EXPECTATIONS.c.version,
-            ),
-        )
-        .where(MATCH_IDS.c.conversation_id == conversation_id, EXPECTATIONS.c.is_latest.is_(True))
-    )
-    return _smallest_id(conn.execute(stmt).mappings().all())
+    rows = conn.execute(_by_conversation_id(), {"id": conversation_id}).mappings().all()
+    return _smallest_id(rows)
 
 
 def find_by_user_input(conn: Connection, normalized_text: str) -> ExpectationRow | None:
@@ -75,11 +97,8 @@ def find_by_user_input(conn: Connection, normalized_text: str) -> ExpectationRow
 
     Several candidates: the smallest id wins.
     """
-    stmt = select(EXPECTATIONS).where(
-        EXPECTATIONS.c.match_user_input_norm == normalized_text,
-        EXPECTATIONS.c.is_latest.is_(True),
-    )
-    return _smallest_id(conn.execute(stmt).mappings().all())
+    rows = conn.execute(_by_user_input(), {"text": normalized_text}).mappings().all()
+    return _smallest_id(rows)
 
 
 def _smallest_id(candidates: Sequence[RowMapping]) -> ExpectationRow | None:

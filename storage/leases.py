@@ -15,11 +15,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, or_, select, true
+from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, true
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolscore.storage.dialect import skip_locked
+from toolscore.storage.dialect import skip_locked_in
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 
@@ -58,15 +61,25 @@ def _early() -> ColumnElement[bool]:
     return and_(c.id == c.last_trace_id, c.root_span_id.is_not(None))
 
 
-def _ready(now_ns: int, ready: Readiness) -> ColumnElement[bool]:
+@cache
+def _claim_statement(dialect: Dialect, limit: int) -> Any:
+    """The claim, built once per dialect and limit (building costs more than running it)."""
     c = conversations.c
-    return and_(
+    ready = and_(
         c.needs_scoring == true(),
-        or_(c.claimed_by.is_(None), c.claimed_until < _utc(now_ns)),
+        or_(c.claimed_by.is_(None), c.claimed_until < bindparam("now", type_=c.claimed_until.type)),
         or_(
-            c.last_span_received_ns <= now_ns - ready.settle_ns,
-            and_(_early(), c.last_span_received_ns <= now_ns - ready.idle_ns),
+            c.last_span_received_ns <= bindparam("settled"),
+            and_(_early(), c.last_span_received_ns <= bindparam("idled")),
         ),
+    )
+    pick = select(c.id).where(ready).order_by(c.last_span_received_ns).limit(limit)
+    pick = skip_locked_in(dialect, pick)
+    return (
+        conversations.update()
+        .where(c.id.in_(pick.scalar_subquery()))
+        .values(claimed_by=bindparam("worker"), claimed_until=bindparam("until"))
+        .returning(c.id, c.last_span_received_ns)
     )
 
 
@@ -80,16 +93,15 @@ def claim_ready(
     limit: int,
 ) -> list[Claimed]:
     """Claim up to ``limit`` ready conversations for ``worker_id`` (caller commits)."""
-    c = conversations.c
-    pick = select(c.id).where(_ready(now_ns, ready)).order_by(c.last_span_received_ns).limit(limit)
-    pick = skip_locked(conn, pick)
-    stmt = (
-        conversations.update()
-        .where(c.id.in_(pick.scalar_subquery()))
-        .values(claimed_by=worker_id, claimed_until=_utc(now_ns + lease_ns))
-        .returning(c.id, c.last_span_received_ns)
-    )
-    return [Claimed(i, ns) for i, ns in conn.execute(stmt)]
+    params = {
+        "now": _utc(now_ns),
+        "settled": now_ns - ready.settle_ns,
+        "idled": now_ns - ready.idle_ns,
+        "worker": worker_id,
+        "until": _utc(now_ns + lease_ns),
+    }
+    stmt = _claim_statement(conn.dialect, limit)
+    return [Claimed(i, ns) for i, ns in conn.execute(stmt, params)]
 
 
 def next_due_ns(conn: Connection, *, now_ns: int, ready: Readiness) -> int | None:
@@ -123,19 +135,21 @@ def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[st
 
     Reads the spans' primary-key index only, so it is cheap next to loading the spans.
     """
-    ct = conversation_traces.c
     counts: dict[str, int] = {}
     for chunk in _chunks(list(conversation_ids)):
-        stmt = (
-            select(ct.conversation_id, func.count())
-            .select_from(
-                conversation_traces.join(spans_table, spans_table.c.trace_id == ct.trace_id)
-            )
-            .where(ct.conversation_id.in_(chunk))
-            .group_by(ct.conversation_id)
-        )
-        counts.update({conv: int(n) for conv, n in conn.execute(stmt)})
+        counts.update({conv: int(n) for conv, n in conn.execute(_counts(), {"ids": chunk})})
     return counts
+
+
+@cache
+def _counts() -> Any:
+    ct = conversation_traces.c
+    return (
+        select(ct.conversation_id, func.count())
+        .select_from(conversation_traces.join(spans_table, spans_table.c.trace_id == ct.trace_id))
+        .where(ct.conversation_id.in_(bindparam("ids", expanding=True)))
+        .group_by(ct.conversation_id)
+    )
 
 
 def renew_leases(

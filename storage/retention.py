@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, false, func, inspect, select, text, tuple_
@@ -261,16 +262,21 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Plan:
     return Plan(total, spans, logs)
 
 
+@cache
+def _marked() -> Any:
+    """Pruned conversations among ``ids`` (built once: every scoring round runs it)."""
+    c = conversations.c
+    return select(
+        c.id, c.revision, c.pruned_through_ns, c.pruned_calls, c.first_user_message
+    ).where(c.id.in_(bindparam("ids", expanding=True)), c.pruned_through_ns.is_not(None))
+
+
 def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
     """For each pruned conversation of ``ids``: its mark and the calls a scoring carries over."""
-    c, t = conversations.c, tool_calls.c
+    t = tool_calls.c
     out: dict[str, Carried] = {}
     for chunk in _chunks(list(ids)):
-        rows = conn.execute(
-            select(
-                c.id, c.revision, c.pruned_through_ns, c.pruned_calls, c.first_user_message
-            ).where(c.id.in_(list(chunk)), c.pruned_through_ns.is_not(None))
-        ).all()
+        rows = conn.execute(_marked(), {"ids": list(chunk)}).all()
         if not rows:
             continue
         calls: dict[str, list[dict[str, Any]]] = {str(r.id): [] for r in rows}

@@ -13,17 +13,26 @@ import base64
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
+from sqlalchemy import Connection, Index, Integer, String, Table, Text, bindparam, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
-from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from toolscore.storage.dialect import (
+    insert_ignore_duplicates,
+    insert_tuples_ignore_duplicates,
+    json_text,
+)
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
-
-_TAGS = ("$bytes", "$float", "$str")
+from toolscore.storage.span_decode import (
+    SPAN_READ_COLUMNS,
+    attributes_from_json,
+    decode_spans,
+    from_json_value,
+)
 
 
 class Span(Base):
@@ -101,23 +110,6 @@ def to_json_value(value: Any) -> Any:
     return str(value)
 
 
-def from_json_value(value: Any) -> Any:
-    """Inverse of :func:`to_json_value`."""
-    if isinstance(value, dict):
-        if len(value) == 1:
-            ((key, inner),) = value.items()
-            if key in _TAGS and isinstance(inner, str):
-                if key == "$bytes":
-                    return base64.b64decode(inner)
-                if key == "$str":
-                    return base64.b64decode(inner).decode("utf-8")
-                return float(inner)
-        return {k: from_json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_json_value(v) for v in value]
-    return value
-
-
 def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
     """``attributes`` as JSON-storable data (the same object when nothing needs tagging)."""
     # Fast path: the usual attribute set (strings, ints, bools, finite floats) needs no copy.
@@ -135,16 +127,6 @@ def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
     else:
         return attributes
     return {_safe_text(k): to_json_value(v) for k, v in attributes.items()}
-
-
-def _attributes_from_json(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        return {}
-    # Fast path: scalar values (the usual case) carry no tags, so the decoded dict is the value.
-    for v in value.values():
-        if type(v) is dict or type(v) is list:
-            return {k: from_json_value(v) for k, v in value.items()}
-    return value
 
 
 def _safe_text(text: str) -> str:
@@ -274,60 +256,6 @@ def store_telemetry(
     insert_ignore_duplicates(conn, log_records_table, log_rows)
 
 
-# The columns a SpanRecord is rebuilt from, in _span_from_values's parameter order.
-_SPAN_READ_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
-    "attributes", "resource_attributes", "scope_name", "scope_version", "status_code",
-    "status_message", "events", "links",
-)  # fmt: skip
-
-
-def _span_from_values(
-    trace_id: str,
-    span_id: str,
-    parent_span_id: str | None,
-    name: str,
-    kind: int,
-    start_ns: int,
-    end_ns: int,
-    attributes: Any,
-    resource_attributes: Any,
-    scope_name: str,
-    scope_version: str,
-    status_code: int,
-    status_message: str,
-    events: Any,
-    links: Any,
-) -> SpanRecord:
-    return SpanRecord(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent_span_id,
-        name=name,
-        kind=kind,
-        start_ns=start_ns,
-        end_ns=end_ns,
-        attributes=_attributes_from_json(attributes),
-        resource_attributes=_attributes_from_json(resource_attributes),
-        scope_name=scope_name,
-        scope_version=scope_version,
-        status_code=status_code,
-        status_message=status_message,
-        events=tuple(
-            SpanEvent(e["name"], e["time_ns"], _attributes_from_json(e.get("attributes")))
-            for e in events or ()
-        )
-        if events
-        else (),
-        links=tuple(
-            SpanLink(lk["trace_id"], lk["span_id"], _attributes_from_json(lk.get("attributes")))
-            for lk in links
-        )
-        if links
-        else (),
-    )
-
-
 def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:
     return LogRecordData(
         time_ns=row["time_ns"],
@@ -338,8 +266,8 @@ def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:
         severity_text=row["severity_text"],
         event_name=row["event_name"],
         body=from_json_value(row["body"]),
-        attributes=_attributes_from_json(row["attributes"]),
-        resource_attributes=_attributes_from_json(row["resource_attributes"]),
+        attributes=attributes_from_json(row["attributes"]),
+        resource_attributes=attributes_from_json(row["resource_attributes"]),
         scope_name=row["scope_name"],
         scope_version=row["scope_version"],
     )
@@ -359,6 +287,24 @@ def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
         yield batch
 
 
+# The reads scoring runs every round, built once with bound parameters (building a statement
+# costs more than running it on a round's few traces).
+@cache
+def _spans_of() -> Any:
+    columns = [
+        json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
+        for name in SPAN_READ_COLUMNS
+    ]
+    ids: Any = bindparam("ids", expanding=True)
+    return select(*columns, spans_table.c.received_at_ns).where(spans_table.c.trace_id.in_(ids))
+
+
+@cache
+def _logs_of() -> Any:
+    ids: Any = bindparam("ids", expanding=True)
+    return select(log_records_table).where(log_records_table.c.trace_id.in_(ids))
+
+
 def load_spans(
     conn: Connection, trace_ids: Sequence[str], after_ns: Mapping[str, int] | None = None
 ) -> list[SpanRecord]:
@@ -367,16 +313,12 @@ def load_spans(
     ``after_ns`` (trace id -> Unix ns): of those traces, only spans received after that time
     (a pruned conversation's mark, storage/retention.py)."""
     out: list[SpanRecord] = []
-    columns = [spans_table.c[name] for name in _SPAN_READ_COLUMNS]
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(*columns, spans_table.c.received_at_ns).where(
-            spans_table.c.trace_id.in_(chunk)
-        )
         # fetchall: one driver call per chunk, not one per row (the scoring hot path)
-        rows = conn.execute(stmt).fetchall()
+        rows = conn.execute(_spans_of(), {"ids": chunk}).fetchall()
         if after_ns:
             rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
-        out.extend(_span_from_values(*r[:-1]) for r in rows)
+        out.extend(decode_spans(rows))
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
 
@@ -389,10 +331,9 @@ def load_logs(
     rows: list[tuple[int, int, LogRecordData]] = []
     after = after_ns or {}
     for chunk in _chunks(dict.fromkeys(trace_ids)):
-        stmt = select(log_records_table).where(log_records_table.c.trace_id.in_(chunk))
         rows.extend(
             (r["time_ns"], r["id"], log_from_row(r))
-            for r in conn.execute(stmt).mappings()
+            for r in conn.execute(_logs_of(), {"ids": chunk}).mappings()
             if r["received_at_ns"] > after.get(r["trace_id"], -1)
         )
     rows.sort(key=lambda t: (t[0], t[1]))
