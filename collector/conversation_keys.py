@@ -44,9 +44,14 @@ def _value(attributes: Attributes, key: str) -> str | None:
     return text or None  # gen_ai.conversation.id may be "" (Pydantic AI writes '' when unset)
 
 
-def _first(spans: Sequence[SpanRecord], key: str) -> str | None:
+def span_order(span: SpanRecord) -> tuple[int, str]:
+    """Earliest first: the order in which a trace's spans are asked for a key."""
+    return span.start_ns, span.span_id
+
+
+def _first(spans: Sequence[SpanRecord], key: str, ordered: bool = False) -> str | None:
     """The value of ``key`` on the earliest span carrying it, else on a resource."""
-    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
+    for span in spans if ordered else sorted(spans, key=span_order):
         found = _value(span.attributes, key)
         if found is not None:
             return found
@@ -58,20 +63,24 @@ def _first(spans: Sequence[SpanRecord], key: str) -> str | None:
 
 
 def conversation_id_for_trace(
-    spans: Sequence[SpanRecord], keys: Iterable[str] = DEFAULT_CONVERSATION_KEYS
+    spans: Sequence[SpanRecord],
+    keys: Iterable[str] = DEFAULT_CONVERSATION_KEYS,
+    ordered: bool = False,
 ) -> str | None:
     """The conversation id named by the first key (in ``keys`` order) that the trace carries.
 
     ``None`` means no span or resource names one; the caller then keys the conversation by the
-    trace id.
+    trace id. ``ordered``: ``spans`` are already sorted by :func:`span_order`.
     """
     for key in keys:
-        found = _first(spans, key)
+        found = _first(spans, key, ordered)
         if found is not None:
             return found
     return None
 
 
-def reference_id_for(spans: Sequence[SpanRecord], key: str = DEFAULT_REFERENCE_KEY) -> str | None:
+def reference_id_for(
+    spans: Sequence[SpanRecord], key: str = DEFAULT_REFERENCE_KEY, ordered: bool = False
+) -> str | None:
     """The reference (expectation) id set by the app on any span or resource, if any."""
-    return _first(spans, key)
+    return _first(spans, key, ordered)

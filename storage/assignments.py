@@ -17,10 +17,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select, true
 
-from toolscore.storage.dialect import insert_for, one_writer
+from toolscore.storage.dialect import (
+    execute_prepared,
+    in_list,
+    insert_dialect,
+    insert_for,
+    one_writer,
+)
 from toolscore.storage.pipeline import STATUS_OPEN, conversation_traces, conversations, evaluations
 
 _CHUNK = 500  # bound on IN (...) list sizes
@@ -83,13 +90,15 @@ def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, Tra
 
 
 def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, TraceState]:
-    ct, c = conversation_traces, conversations
     found: dict[str, TraceState] = {}
     for chunk in _chunks(trace_ids):
-        rows = conn.execute(
-            select(ct.c.trace_id, ct.c.conversation_id, c.c.last_trace_id, c.c.reference_id)
-            .select_from(ct.outerjoin(c, c.c.id == ct.c.conversation_id))
-            .where(ct.c.trace_id.in_(chunk))
+        # Driver SQL: this runs in every ingest transaction (the statement text per chunk size
+        # is cached by both drivers); SQLAlchemy's own processing cost more than the query.
+        rows = conn.exec_driver_sql(
+            "SELECT ct.trace_id, ct.conversation_id, c.last_trace_id, c.reference_id "
+            "FROM conversation_traces ct LEFT OUTER JOIN conversations c "
+            f"ON c.id = ct.conversation_id WHERE ct.trace_id IN {in_list(conn, len(chunk))}",
+            tuple(chunk),
         )
         for trace_id, conversation_id, last, ref in rows:
             found[trace_id] = TraceState(conversation_id, False, last, ref)
@@ -102,12 +111,18 @@ def _insert_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
         return set()
     ct = conversation_traces
     rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(assignments.items())]
+    if one_writer(conn):  # nobody else inserted them meanwhile
+        name = conn.dialect.name
+        execute_prepared(conn, "assign.insert_new", lambda: _insert_new_stmt(name), ct, rows)
+        return set(assignments)
     # A trace another transaction is inserting makes this wait for it, then skip the row.
     ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
-    if one_writer(conn):  # nobody else inserted them meanwhile
-        conn.execute(ins, rows)
-        return set(assignments)
     return set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())
+
+
+def _insert_new_stmt(dialect: str) -> Any:
+    ct = conversation_traces
+    return insert_dialect(dialect, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
 
 
 def _lock(conn: Connection, trace_ids: Sequence[str]) -> dict[str, str]:
@@ -183,11 +198,14 @@ def upsert_conversations(
         # Sorted: concurrent ingest transactions lock conversation rows in the same order.
         for t in sorted(touched, key=lambda t: t.conversation_id)
     ]
-    if not rows:
-        return
-    ins = insert_for(conn, conversations)
+    name = conn.dialect.name
+    execute_prepared(conn, "assign.upsert", lambda: _upsert_stmt(name), conversations, rows)
+
+
+def _upsert_stmt(dialect: str) -> Any:
+    ins = insert_dialect(dialect, conversations)
     c, ex = conversations.c, ins.excluded
-    stmt = ins.on_conflict_do_update(
+    return ins.on_conflict_do_update(
         index_elements=[c.id],
         set_={
             "last_span_at": ex.last_span_at,
@@ -207,4 +225,3 @@ def upsert_conversations(
             "reference_id": func.coalesce(c.reference_id, ex.reference_id),
         },
     )
-    conn.execute(stmt, rows)

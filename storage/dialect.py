@@ -9,10 +9,12 @@ whether a transaction needs row locks at all.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
+from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
@@ -21,12 +23,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 def insert_for(conn: Connection, table: Table) -> Any:
     """A dialect ``INSERT`` offering ``on_conflict_do_update`` and ``excluded``."""
-    name = conn.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table)
-    if name == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported dialect {name!r}")
+    return insert_dialect(conn.dialect.name, table)
 
 
 def backend_name(url: str) -> str:
@@ -114,6 +111,80 @@ def insert_tuples_ignore_duplicates(
         raise NotImplementedError(f"unsupported dialect {name!r}")
 
 
+# (statement key, dialect name, row keys) -> (SQL, parameter names in driver order or None:
+# named, binders)
+_PREPARED: dict[
+    tuple[str, str, tuple[str, ...]], tuple[str, tuple[str, ...] | None, dict[str, Any]]
+] = {}
+
+
+def execute_prepared(
+    conn: Connection,
+    key: str,
+    build: Callable[[], Any],
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+) -> None:
+    """Hot path of ``conn.execute(build(), rows)`` for an ``INSERT`` into ``table`` whose rows
+    all have the same keys: the statement is built and compiled once per dialect (cached under
+    ``key``) and goes straight to the driver's ``executemany``; values are bound by the columns'
+    own types (so stored exactly as ``conn.execute`` stores them), each distinct value once per
+    call. ``build()`` may use :func:`insert_dialect` and must have no literal bound values."""
+    if not rows:
+        return
+    dialect = conn.dialect
+    columns = tuple(rows[0])
+    prepared = _PREPARED.get((key, dialect.name, columns))
+    if prepared is None:
+        compiled = build().compile(dialect=dialect, column_keys=list(columns))
+        names = tuple(compiled.positiontup or ()) if compiled.positional else None
+        if set(names if names is not None else compiled.binds) != set(columns):
+            raise ValueError(f"{key}: the statement binds other values than the rows' keys")
+        binders = {
+            name: p
+            for name in columns
+            if (p := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+        prepared = (str(compiled), names, binders)
+        _PREPARED[(key, dialect.name, columns)] = prepared
+    sql, names, binders = prepared
+    getter: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None
+    if names is not None:  # itemgetter of one name gives the value, not a 1-tuple
+        getter = operator.itemgetter(*names) if len(names) > 1 else lambda v: (v[names[0]],)
+    bound: list[Any] = []
+    memo: dict[tuple[str, Any], Any] = {}
+    for row in rows:
+        values = dict(row)
+        for name, binder in binders.items():
+            value = values[name]
+            if value is None:
+                continue
+            try:
+                hit = memo.get((name, value), memo)
+            except TypeError:  # unhashable (a JSON value): bound on its own
+                hit = binder(value)
+            if hit is memo:
+                hit = memo[(name, value)] = binder(value)
+            values[name] = hit
+        bound.append(values if getter is None else getter(values))
+    conn.exec_driver_sql(sql, bound)
+
+
+def insert_dialect(name: str, table: Table) -> Any:
+    """:func:`insert_for` by dialect name (for statements built once per dialect)."""
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported dialect {name!r}")
+
+
+def in_list(conn: Connection, count: int) -> str:
+    """``(p, p, ...)``: ``count`` driver placeholders for a ``WHERE x IN`` in driver SQL."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return "(" + ", ".join([mark] * count) + ")"
+
+
 def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
 
@@ -128,10 +199,8 @@ def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     if name not in ("postgresql", "sqlite"):
         conn.execute(table.insert(), list(rows))
         return
-    columns = list(rows[0])
-    dialect = conn.dialect
-    processors = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
-    bound = list(zip(columns, processors, strict=True))
+    columns = tuple(rows[0])
+    bound = _bind_processors(conn.dialect, table, columns)
     values = [[row[c] if p is None else p(row[c]) for c, p in bound] for row in rows]
     if name == "sqlite":
         marks = ", ".join("?" * len(columns))
@@ -144,6 +213,14 @@ def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
         for value in values:
             copy.write_row(value)
+
+
+@cache
+def _bind_processors(
+    dialect: Dialect, table: Table, columns: tuple[str, ...]
+) -> list[tuple[str, Any]]:
+    """(column, its type's bind processor or None) for ``columns`` of ``table``."""
+    return [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in columns]
 
 
 def _copy_ignore_duplicates(
@@ -289,3 +366,14 @@ def json_text(column: ColumnElement[Any]) -> ColumnElement[Any]:
     """``column`` (a JSON column) read as its stored JSON text, not decoded: JSON text on
     SQLite, JSONB's text output on PostgreSQL (what its driver would otherwise decode)."""
     return cast(column, Text)
+
+
+def in_ids(dialect: Dialect, column: ColumnElement[Any], name: str = "ids") -> ColumnElement[bool]:
+    """``column IN`` the list bound as ``name``, for a statement built once per dialect.
+
+    PostgreSQL: ``= ANY`` of one array parameter, so the statement's text is the same whatever
+    the list's length (the driver parses and prepares it once; an expanding ``IN`` has one
+    placeholder per item, a new text per length). SQLite: an expanding ``IN``."""
+    if dialect.name == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
+    return column.in_(bindparam(name, expanding=True))

@@ -11,6 +11,7 @@ them), and most spans have no events or links. Values decode exactly as the JSON
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -81,26 +82,41 @@ def decode_spans(rows: Iterable[Sequence[Any]]) -> list[SpanRecord]:
         resource = resources.get(resource_text)
         if resource is None:
             resource = resources[resource_text] = attributes_from_json(json_loads(resource_text))
-        append(
-            SpanRecord(
-                trace_id=trace_id,
-                span_id=span_id,
-                parent_span_id=parent_span_id,
-                name=name,
-                kind=kind,
-                start_ns=start_ns,
-                end_ns=end_ns,
-                attributes=attributes_from_json(json_loads(attributes)),
-                resource_attributes=resource,
-                scope_name=scope_name,
-                scope_version=scope_version,
-                status_code=status_code,
-                status_message=status_message,
-                events=() if events == "[]" else _events(json_loads(events)),
-                links=() if links == "[]" else _links(json_loads(links)),
-            )
-        )
+        # SpanRecord(...) without its frozen __init__ (object.__setattr__ per field costs about
+        # three times setting the slots; collector/decode.py builds spans the same way)
+        span = new_span(SpanRecord)
+        set_trace_id(span, trace_id)
+        set_span_id(span, span_id)
+        set_parent(span, parent_span_id)
+        set_name(span, name)
+        set_kind(span, kind)
+        set_start(span, start_ns)
+        set_end(span, end_ns)
+        set_attributes(span, attributes_from_json(json_loads(attributes)))
+        set_resource(span, resource)
+        set_scope_name(span, scope_name)
+        set_scope_version(span, scope_version)
+        set_status_code(span, status_code)
+        set_status_message(span, status_message)
+        set_events(span, () if events == "[]" else _events(json_loads(events)))
+        set_links(span, () if links == "[]" else _links(json_loads(links)))
+        append(span)
     return out
+
+
+_FIELDS = (
+    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns", "attributes",
+    "resource_attributes", "scope_name", "scope_version", "status_code", "status_message",
+    "events", "links",
+)  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(SpanRecord)) != _FIELDS:  # pragma: no cover
+    raise ImportError("SpanRecord's fields changed: update storage/span_decode.py")
+new_span = object.__new__
+(
+    set_trace_id, set_span_id, set_parent, set_name, set_kind, set_start, set_end,
+    set_attributes, set_resource, set_scope_name, set_scope_version, set_status_code,
+    set_status_message, set_events, set_links,
+) = (getattr(SpanRecord, name).__set__ for name in _FIELDS)  # fmt: skip
 
 
 def _events(events: Any) -> tuple[SpanEvent, ...]:

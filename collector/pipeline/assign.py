@@ -29,6 +29,7 @@ from toolscore.collector.conversation_keys import (
     DEFAULT_REFERENCE_KEY,
     conversation_id_for_trace,
     reference_id_for,
+    span_order,
 )
 from toolscore.collector.model import SpanRecord
 from toolscore.storage.assignments import (
@@ -75,25 +76,24 @@ def _summarise(
     # Log records (GenAI content events) count as activity of their trace, naming nothing.
     for trace_id in sorted(set(log_trace_ids) - by_trace.keys()):
         out.append(_TraceInBatch(trace_id, None, None, None, 0))
+    keys_of = config.conversation_keys
+    ref_key = config.reference_key
     for trace_id, trace_spans in by_trace.items():
-        roots = sorted(
-            (s for s in trace_spans if not s.parent_span_id), key=lambda s: (s.start_ns, s.span_id)
-        )
+        ordered = sorted(trace_spans, key=span_order)
+        root = next((s.span_id for s in ordered if not s.parent_span_id), None)
         # Only ask about keys the trace carries at all: most carry one or none (hot path).
-        present: set[str] = set()
-        for s in trace_spans:
-            present.update(s.attributes)
-            present.update(s.resource_attributes)
-        keys = [k for k in config.conversation_keys if k in present]
+        resources = {id(s.resource_attributes): s.resource_attributes for s in ordered}
+        present = set().union(*[s.attributes for s in ordered], *resources.values())
+        keys = [k for k in keys_of if k in present]
         out.append(
             _TraceInBatch(
                 trace_id=trace_id,
-                named=(conversation_id_for_trace(trace_spans, keys) or None) if keys else None,
-                root_span_id=roots[0].span_id if roots else None,
-                reference_id=(reference_id_for(trace_spans, config.reference_key) or None)
-                if config.reference_key in present
+                named=(conversation_id_for_trace(ordered, keys, True) or None) if keys else None,
+                root_span_id=root,
+                reference_id=(reference_id_for(ordered, ref_key, True) or None)
+                if ref_key in present
                 else None,
-                first_start_ns=min(s.start_ns for s in trace_spans),
+                first_start_ns=ordered[0].start_ns,
             )
         )
     return out
@@ -157,6 +157,12 @@ def _plan(traces: Sequence[_TraceInBatch], states: dict[str, TraceState]) -> _Pl
 
 
 def _touch(conv_id: str, members: Sequence[_Member], last_known: str | None) -> ConversationTouch:
+    if len(members) == 1:  # the usual case: one trace of the conversation in the batch
+        m = members[0]
+        t = m.trace
+        last = t.trace_id if m.joined else (last_known or t.trace_id)
+        root = t.root_span_id if last == t.trace_id else None
+        return ConversationTouch(conv_id, last, root, m.carried_reference or t.reference_id)
     joined = [m.trace for m in members if m.joined]
     if joined:  # a newly joined trace is the conversation's latest turn
         last = max(joined, key=lambda t: (t.first_start_ns, t.trace_id)).trace_id

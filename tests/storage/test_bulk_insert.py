@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from toolscore.storage.dialect import bulk_insert
+from toolscore.storage.dialect import bulk_insert, execute_prepared
 from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.pipeline import evaluations, tool_calls
@@ -89,4 +89,43 @@ def test_bulk_insert_stores_what_a_plain_insert_stores(db_url: str) -> None:
         ).scalars()
         assert sorted(nulls) == ["bulk", "plain"]
         assert _stored(conn, evaluations, "bulk")[0]["details"]["big"] == 2**70
+    engine.dispose()
+
+
+def test_execute_prepared_stores_what_a_plain_insert_stores(db_url: str) -> None:
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    later = NOW + dt.timedelta(seconds=1)
+    rows = [
+        _evaluation("x", score=None, error="cannot score", is_current=False),
+        _evaluation("x", metric="tool_call_f1", details={"unicode": "naïve ☃"}, created_at=later),
+        _evaluation(
+            "x",
+            metric="m3",
+            revision=2,
+            created_at=later.astimezone(dt.timezone(dt.timedelta(hours=2))),
+        ),
+    ]
+    with engine.begin() as conn:
+        conn.execute(evaluations.insert(), [{**r, "conversation_id": "plain"} for r in rows])
+        for part in (rows[:1], rows[1:]):  # the second call reuses the compiled statement
+            execute_prepared(
+                conn,
+                "test.evaluations",
+                evaluations.insert,
+                evaluations,
+                [{**r, "conversation_id": "prep"} for r in part],
+            )
+        execute_prepared(conn, "test.evaluations", evaluations.insert, evaluations, [])
+    with engine.connect() as conn:
+        plain, prep = _stored(conn, evaluations, "plain"), _stored(conn, evaluations, "prep")
+        assert len(prep) == 3
+        for p, b in zip(plain, prep, strict=True):
+            assert {**p, "conversation_id": "prep"} == b
+        # as the database holds them (SQLite: timestamps as text, compared as text)
+        raw = conn.exec_driver_sql(
+            "SELECT conversation_id, CAST(created_at AS TEXT), CAST(is_current AS TEXT) "
+            "FROM evaluations ORDER BY id"
+        ).all()
+        assert [r[1:] for r in raw[:3]] == [r[1:] for r in raw[3:]]
     engine.dispose()

@@ -1,0 +1,254 @@
+"""A burst of matched conversations sent as fast as ``serve`` acknowledges them; how long scoring
+takes to catch up, and how the scoring rate moves with scoring processes and ``serve`` processes.
+
+Each ``toolscore serve`` app is the one of ``bench_pipeline.py`` (receiver and pipeline, scoring in
+child processes); the load (``pipeline_load.py``: 7-span GenAI agent traces, one conversation
+each, every one matching an expectation, 73 a request) posts from 4 connections per server with
+no pacing, so the send rate is what the server acknowledges. With two servers (``--servers 2``,
+PostgreSQL only) each gets half the conversations from its own load process. Reported per run:
+
+- ingest: spans/s from the first request to the last acknowledgement;
+- scoring: conversations/s between the first and the last evaluation row written, and the lag
+  from the last acknowledgement to the last evaluation row (the burst target: <= settle + 1 s);
+- CPU seconds per process type (server, scoring processes, and on PostgreSQL the database's
+  backends of the run) per stored span and per scored conversation.
+
+    python benchmarks/bench_burst.py --conversations 30000 --settle 2          # SQLite
+    python benchmarks/bench_burst.py --conversations 15000 --scoring-processes 2 \\
+        --postgres postgresql+psycopg://postgres@127.0.0.1:5432/NAME_bench --servers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
+
+from benchmarks.bench_pipeline import _prepare, _Server  # noqa: E402
+from benchmarks.pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST  # noqa: E402
+
+
+def _cpu_of(pid: int) -> tuple[int, float]:
+    """(parent pid, CPU seconds) of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    out = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            out[int(entry.name)] = _cpu_of(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _serve(db_url: str, settle: float, processes: int | None, conn: Any) -> None:
+    """A second ``serve`` app in a process of its own, until told to stop."""
+    with _Server(db_url, settle, True, processes) as server:
+        conn.send(server.app.http_port)
+        conn.recv()
+
+
+def _send(port: int, conversations: int, prefix: str, result: Any) -> None:
+    from benchmarks.pipeline_load import load
+
+    requests = max(1, conversations // TRACES_PER_REQUEST)
+    spans = requests * TRACES_PER_REQUEST * SPANS_PER_TRACE
+    started = time.time()
+    load(port, 1e9, (spans + 1) / 1e9, prefix, result)  # unpaced: as fast as acknowledged
+    result["last_ack"] = time.time()
+    result["first_send"] = started
+
+
+@dataclass
+class Burst:
+    conversations: int = 0
+    spans: int = 0
+    ingest_spans_per_s: float = 0.0
+    scored: int = 0
+    scored_per_s: float = 0.0
+    lag_s: float = 0.0  # last acknowledgement -> last evaluation row
+    failed: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)  # process type -> CPU seconds
+
+
+def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float) -> Any:
+    from sqlalchemy import func, or_, select
+
+    from toolscore.storage.engine import create_engine
+    from toolscore.storage.pipeline import conversations, evaluations
+
+    engine = create_engine(db_url)
+    c, e = conversations.c, evaluations.c
+    mine = or_(*(c.id.like(f"{p}-%") for p in prefixes))
+    deadline = time.monotonic() + timeout
+    with engine.connect() as conn:
+        while time.monotonic() < deadline:
+            done = conn.execute(
+                select(func.count()).where(mine, c.revision >= 1, c.needs_scoring.is_(False))
+            ).scalar_one()
+            conn.rollback()
+            if done >= expected:
+                break
+            time.sleep(0.2)
+        row = conn.execute(
+            select(func.count(func.distinct(e.conversation_id)), func.min(e.created_at))
+            .add_columns(func.max(e.created_at))
+            .join(conversations, e.conversation_id == c.id)
+            .where(mine)
+        ).one()
+    engine.dispose()
+    return row
+
+
+def _pg_backends(db_url: str) -> list[int]:
+    from sqlalchemy import text
+
+    from toolscore.storage.engine import create_engine
+
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        pids = conn.execute(
+            text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            )
+        ).scalars()
+        out = list(pids)
+    engine.dispose()
+    return out
+
+
+def run_once(db_url: str, conversations: int, settle: float, processes: int | None,
+             servers: int) -> Burst:  # fmt: skip
+    ctx = mp.get_context("spawn")
+    me = os.getpid()
+    with ctx.Manager() as manager, _Server(db_url, settle, True, processes) as first:
+        others, ports = [], [first.app.http_port]
+        for _ in range(servers - 1):
+            here, there = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(db_url, settle, processes, there))
+            proc.start()
+            ports.append(here.recv())
+            others.append((proc, here))
+        time.sleep(3)  # scoring children start (imports) before the clock starts
+        prefixes = [f"b{uuid.uuid4().hex[:8]}" for _ in ports]
+        results = [manager.dict() for _ in ports]
+        loads = [
+            ctx.Process(target=_send, args=(port, conversations // servers, prefix, result))
+            for port, prefix, result in zip(ports, prefixes, results, strict=True)
+        ]
+        before = _processes()
+        for load in loads:
+            load.start()
+        backends = _pg_backends(db_url) if "postgresql" in db_url else []
+        for load in loads:
+            load.join()
+        sent = [dict(r) for r in results]
+        burst = Burst(
+            conversations=sum(s["conversations"] for s in sent),
+            spans=sum(s["spans"] for s in sent),
+            failed=sum(s["failed"] for s in sent),
+        )
+        first_send = min(s["first_send"] for s in sent)
+        last_ack = max(s["last_ack"] for s in sent)
+        burst.ingest_spans_per_s = burst.spans / (last_ack - first_send)
+        scored, first_eval, last_eval = _wait_scored(
+            db_url, prefixes, burst.conversations, timeout=300
+        )
+        after = _processes()
+        backends += [p for p in (_pg_backends(db_url) if backends else []) if p not in backends]
+        burst.scored = scored
+        if scored:
+            burst.scored_per_s = scored / (last_eval - first_eval).total_seconds()
+            burst.lag_s = last_eval.timestamp() - last_ack
+        servers_pids = {me} | {p.pid for p, _ in others if p.pid}
+        skip = {manager._process.pid} | {load.pid for load in loads}  # type: ignore[attr-defined]
+        cpu: dict[str, float] = {"server": 0.0, "scoring": 0.0}
+        for pid, (ppid, seconds) in after.items():
+            used = seconds - before.get(pid, (0, 0.0))[1]
+            if pid in servers_pids:
+                cpu["server"] += used
+            elif ppid in servers_pids and pid not in skip:
+                cpu["scoring"] += used
+            elif pid in backends:  # connected during the run: all of its CPU
+                cpu["postgresql"] = cpu.get("postgresql", 0.0) + used
+        burst.cpu = cpu
+        for proc, here in others:
+            here.send("stop")
+            proc.join(60)
+    return burst
+
+
+def _report(name: str, i: int, b: Burst, settle: float) -> str:
+    per = ", ".join(
+        f"{kind} {1e6 * s / b.spans:.0f} us/span = {1e3 * s / max(1, b.scored):.2f} ms/conv"
+        for kind, s in b.cpu.items()
+    )
+    return (
+        f"  {name} run {i}: {b.conversations} conversations ({b.spans} spans) acknowledged at "
+        f"{b.ingest_spans_per_s:.0f} spans/s; scored {b.scored} at {b.scored_per_s:.0f} conv/s; "
+        f"last evaluation {b.lag_s:.2f} s after the last acknowledgement (target <= "
+        f"{settle + 1:g} s); CPU: {per}; failed requests {b.failed}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=30_000)
+    parser.add_argument("--settle", type=float, default=2.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scoring-processes", type=int, default=None, metavar="N")
+    parser.add_argument("--servers", type=int, default=1, help="serve processes (PostgreSQL)")
+    parser.add_argument("--postgres", metavar="URL", help="PostgreSQL instead of SQLite")
+    args = parser.parse_args()
+    tmp = tempfile.TemporaryDirectory()
+    url = args.postgres or f"sqlite:///{Path(tmp.name) / 'bench.db'}"
+    name = "postgresql" if args.postgres else "sqlite"
+    if args.servers > 1 and not args.postgres:
+        parser.error("--servers > 1 needs --postgres")
+    print(
+        f"burst of {args.conversations} conversations ({SPANS_PER_TRACE} spans each), settle "
+        f"{args.settle:g} s, {args.servers} serve process(es), scoring processes per serve: "
+        f"{args.scoring_processes or 'auto'}; load average {os.getloadavg()[0]:.1f}"
+    )
+    runs = []
+    for i in range(args.runs):
+        if not args.postgres:
+            Path(tmp.name, "bench.db").unlink(missing_ok=True)
+        _prepare(url)
+        b = run_once(url, args.conversations, args.settle, args.scoring_processes, args.servers)
+        runs.append(b)
+        print(_report(name, i + 1, b, args.settle), flush=True)
+
+    def med(f: Any) -> float:
+        return statistics.median(f(b) for b in runs)
+
+    kinds = sorted({k for b in runs for k in b.cpu})
+    cpu = ", ".join(
+        f"{k} {med(lambda b, k=k: 1e6 * b.cpu.get(k, 0) / b.spans):.0f} us/span" for k in kinds
+    )
+    print(
+        f"{name} median: ingest {med(lambda b: b.ingest_spans_per_s):.0f} spans/s, scored "
+        f"{med(lambda b: b.scored_per_s):.0f} conv/s, last evaluation "
+        f"{med(lambda b: b.lag_s):.2f} s after the last acknowledgement; CPU {cpu}; load "
+        f"average {os.getloadavg()[0]:.1f}"
+    )
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
