@@ -1,13 +1,14 @@
 """CPU of the scoring process per conversation, split by phase, in-process (no server).
 
 Each measurement is a fresh child process: it fills a real database (a new SQLite file, or your
-own PostgreSQL database with ``--postgres``, emptied first) with N matched 7-span conversations
-stored as the receiver stores them (``benchmarks/pipeline_load.py``'s OTLP requests, decoded by
-``collector/decode.py``, ``store_telemetry`` and the ingest hook's ``assign_spans`` in one
-transaction per request), all ready to score, then runs ``RoundRunner.run_once`` (what the
-scoring process runs) until nothing is left, in its thread, and checks every conversation got
-a scored revision. CPU is the thread's CPU time (``time.thread_time``): the database server's
-own CPU (PostgreSQL) is not in it.
+own PostgreSQL database with ``--postgres``, its schema dropped and migrated again) with N
+matched 7-span conversations stored as the receiver stores them (``pipeline_load.py``'s OTLP
+requests, decoded by ``collector/decode.py``, ``store_telemetry`` and the ingest hook's
+``assign_spans`` in one transaction per request), all ready to score, then runs
+``RoundRunner.run_once`` (what the scoring process runs) until nothing is left, in its thread,
+and checks every conversation got a scored revision. CPU is the thread's CPU time
+(``time.thread_time``); on PostgreSQL the CPU of the database's server processes (backends of
+that database, read from /proc: the server must run on this machine) is reported beside it.
 
 Each run measures each tree twice: once bare (the total CPU per conversation) and once with
 every phase's functions wrapped (the split; the wrappers add their own cost, shown as the
@@ -69,14 +70,6 @@ WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "write": (("storage.evaluations", "write_revisions"),),
 }
-TABLES = (
-    "spans",
-    "log_records",
-    "conversations",
-    "conversation_traces",
-    "evaluations",
-    "tool_calls",
-)
 
 
 # --- the child: one measurement ----------------------------------------------------------------
@@ -175,11 +168,11 @@ def _fill(url: str, conversations: int) -> int:
     from toolscore.storage.migrate import upgrade
     from toolscore.storage.telemetry import span_values, store_telemetry
 
-    upgrade(url)
     engine = create_engine(url)
     with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)} CASCADE")
+        if conn.dialect.name == "postgresql":  # a fresh schema: each tree migrates its own
+            conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    upgrade(url)
     with engine.connect() as conn:
         calls = [
             {"name": "get_weather", "args": {"city": "Paris"}},
@@ -218,6 +211,28 @@ def _scored(url: str) -> int:
     return int(n)
 
 
+_SEEN: dict[int, float] = {}
+
+
+def _server_cpu(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``url``'s database (0 on SQLite); a
+    backend that went away keeps counting what it used while seen."""
+    if not url.startswith("postgresql"):
+        return 0.0
+    database = url.rsplit("/", 1)[1].split("?")[0].encode()
+    ticks = os.sysconf("SC_CLK_TCK")
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (proc / "cmdline").read_bytes().split()
+            if b"postgres:" not in words[:1] or database not in words:
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        _SEEN[int(proc.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return sum(_SEEN.values())
+
+
 def child(args: argparse.Namespace) -> dict[str, Any]:
     if args.tree:
         _use_tree(Path(args.tree))
@@ -254,10 +269,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         profiler = cProfile.Profile()
         profiler.enable()
     rounds = 0
+    server = _server_cpu(url)
     wall, cpu = time.perf_counter(), time.thread_time()
     while runner.run_once().claimed:
         rounds += 1
     cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    server = _server_cpu(url) - server
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
@@ -269,6 +286,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": rounds,
         "cpu_ms_per_conv": cpu * 1e3 / conversations,
         "wall_ms_per_conv": wall * 1e3 / conversations,
+        "server_ms_per_conv": server * 1e3 / conversations,
     }
     if phases is not None:
         known = sum(v for k, v in phases.spent.items() if k != "other")
@@ -319,6 +337,7 @@ def _report(name: str, bare: list[dict[str, Any]], split: list[dict[str, Any]]) 
     row = {
         "cpu": _median(bare, "cpu_ms_per_conv") * 1e3,
         "wall": _median(bare, "wall_ms_per_conv") * 1e3,
+        "server": _median(bare, "server_ms_per_conv") * 1e3,
         "instrumented": _median(split, "cpu_ms_per_conv") * 1e3,
     }
     for phase in PHASES:
@@ -336,7 +355,7 @@ def _table(rows: dict[str, dict[str, float]]) -> None:
     print("\n| phase (us CPU per conversation) | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names) + ("---|" if len(names) == 2 else ""))
     ratio = len(names) == 2
-    for key in ("cpu", "wall", "instrumented", *PHASES):
+    for key in ("cpu", "server", "wall", "instrumented", *PHASES):
         cells = [f"{rows[n][key]:.1f}" for n in names]
         if ratio:
             base = rows[names[1]][key]
@@ -349,7 +368,9 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=4000)
     parser.add_argument("--batch", type=int, default=200, help="RoundRunner batch size")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", help="a PostgreSQL URL of your own (emptied each run)")
+    parser.add_argument(
+        "--postgres", help="a PostgreSQL URL of your own (its schema is dropped each run)"
+    )
     parser.add_argument("--baseline", help="a git ref or a directory to measure side by side")
     parser.add_argument("--profile", help="write a cProfile of one bare pass to this file")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, func, select
+from sqlalchemy.engine import Dialect
 
+from toolscore.storage.dialect import in_ids
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
 
 _CHUNK = 500  # bound on IN (...) list sizes
@@ -33,26 +35,28 @@ def heads_and_traces(
     trace_conv: dict[str, str] = {}
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
-        heads.extend(ScoringHead(*row) for row in conn.execute(_heads(), {"ids": chunk}))
+        heads.extend(
+            ScoringHead(*row) for row in conn.execute(_heads(conn.dialect), {"ids": chunk})
+        )
         loaded = [conv_id for conv_id in chunk if conv_id not in without_traces]
-        for trace_id, conv_id in conn.execute(_traces(), {"ids": loaded}):
+        for trace_id, conv_id in conn.execute(_traces(conn.dialect), {"ids": loaded}):
             trace_conv[trace_id] = conv_id
     return heads, trace_conv
 
 
 # Built once, with bound parameters (scoring runs them every round).
 @cache
-def _heads() -> Any:
+def _heads(dialect: Dialect) -> Any:
     c = conversations.c
-    ids: Any = bindparam("ids", expanding=True)
-    return select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(c.id.in_(ids))
+    return select(c.id, c.last_trace_id, c.root_span_id, c.reference_id).where(
+        in_ids(dialect, c.id)
+    )
 
 
 @cache
-def _traces() -> Any:
+def _traces(dialect: Dialect) -> Any:
     ct = conversation_traces.c
-    ids: Any = bindparam("ids", expanding=True)
-    return select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(ids))
+    return select(ct.trace_id, ct.conversation_id).where(in_ids(dialect, ct.conversation_id))
 
 
 # --- what the read-only commands show (``toolscore conversations``, ``show``) -----------------

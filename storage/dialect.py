@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, Text, cast, select
+from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
@@ -366,3 +366,14 @@ def json_text(column: ColumnElement[Any]) -> ColumnElement[Any]:
     """``column`` (a JSON column) read as its stored JSON text, not decoded: JSON text on
     SQLite, JSONB's text output on PostgreSQL (what its driver would otherwise decode)."""
     return cast(column, Text)
+
+
+def in_ids(dialect: Dialect, column: ColumnElement[Any], name: str = "ids") -> ColumnElement[bool]:
+    """``column IN`` the list bound as ``name``, for a statement built once per dialect.
+
+    PostgreSQL: ``= ANY`` of one array parameter, so the statement's text is the same whatever
+    the list's length (the driver parses and prepares it once; an expanding ``IN`` has one
+    placeholder per item, a new text per length). SQLite: an expanding ``IN``."""
+    if dialect.name == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
+    return column.in_(bindparam(name, expanding=True))

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Boolean, Connection, and_, bindparam, case, false, null, select, true
 from sqlalchemy.engine import Dialect
 
-from toolscore.storage.dialect import bulk_insert, lock_statement
+from toolscore.storage.dialect import bulk_insert, in_ids, lock_statement
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
 
@@ -54,7 +54,7 @@ def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) ->
 def _lock(dialect: Dialect, owned: bool) -> Any:
     c = conversations.c
     owner = c.claimed_by == bindparam("owner") if owned else true()
-    ids = c.id.in_(bindparam("ids", expanding=True))
+    ids = in_ids(dialect, c.id)
     return lock_statement(dialect, conversations, [c.id, c.revision], and_(ids, owner), c.revision)
 
 
@@ -79,7 +79,7 @@ def write_revisions(
     todo = [x for x in revisions if x.conversation_id in owned]
     if not todo:
         return {}
-    conn.execute(_SUPERSEDE, {"ids": [x.conversation_id for x in todo]})
+    conn.execute(_supersede(conn.dialect), {"ids": [x.conversation_id for x in todo]})
     written: dict[str, int] = {}
     eval_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
@@ -151,15 +151,14 @@ def _update_conversation() -> Any:
 
 
 _UPDATE_CONVERSATION = _update_conversation()
+
+
 # Built once (building costs more than running it): the previous revision is no longer current.
-_SUPERSEDE = (
-    evaluations.update()
-    .where(
-        evaluations.c.conversation_id.in_(bindparam("ids", expanding=True)),
-        evaluations.c.is_current == true(),
-    )
-    .values(is_current=false())
-)
+@cache
+def _supersede(dialect: Dialect) -> Any:
+    e = evaluations.c
+    where = and_(in_ids(dialect, e.conversation_id), e.is_current == true())
+    return evaluations.update().where(where).values(is_current=false())
 
 
 def history(

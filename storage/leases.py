@@ -22,7 +22,7 @@ from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, tru
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolscore.storage.dialect import skip_locked_in
+from toolscore.storage.dialect import in_ids, skip_locked_in
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 
@@ -137,17 +137,18 @@ def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[st
     """
     counts: dict[str, int] = {}
     for chunk in _chunks(list(conversation_ids)):
-        counts.update({conv: int(n) for conv, n in conn.execute(_counts(), {"ids": chunk})})
+        rows = conn.execute(_counts(conn.dialect), {"ids": chunk})
+        counts.update({conv: int(n) for conv, n in rows})
     return counts
 
 
 @cache
-def _counts() -> Any:
+def _counts(dialect: Dialect) -> Any:
     ct = conversation_traces.c
     return (
         select(ct.conversation_id, func.count())
         .select_from(conversation_traces.join(spans_table, spans_table.c.trace_id == ct.trace_id))
-        .where(ct.conversation_id.in_(bindparam("ids", expanding=True)))
+        .where(in_ids(dialect, ct.conversation_id))
         .group_by(ct.conversation_id)
     )
 

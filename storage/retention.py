@@ -34,8 +34,9 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, false, func, inspect, select, text, tuple_
+from sqlalchemy.engine import Dialect
 
-from toolscore.storage.dialect import skip_locked, take_write_lock
+from toolscore.storage.dialect import in_ids, skip_locked, take_write_lock
 from toolscore.storage.pipeline import (
     PRUNABLE,
     STATUS_OPEN,
@@ -263,12 +264,12 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Plan:
 
 
 @cache
-def _marked() -> Any:
+def _marked(dialect: Dialect) -> Any:
     """Pruned conversations among ``ids`` (built once: every scoring round runs it)."""
     c = conversations.c
     return select(
         c.id, c.revision, c.pruned_through_ns, c.pruned_calls, c.first_user_message
-    ).where(c.id.in_(bindparam("ids", expanding=True)), c.pruned_through_ns.is_not(None))
+    ).where(in_ids(dialect, c.id), c.pruned_through_ns.is_not(None))
 
 
 def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
@@ -276,7 +277,7 @@ def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
     t = tool_calls.c
     out: dict[str, Carried] = {}
     for chunk in _chunks(list(ids)):
-        rows = conn.execute(_marked(), {"ids": list(chunk)}).all()
+        rows = conn.execute(_marked(conn.dialect), {"ids": list(chunk)}).all()
         if not rows:
             continue
         calls: dict[str, list[dict[str, Any]]] = {str(r.id): [] for r in rows}

@@ -17,11 +17,13 @@ from functools import cache
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Index, Integer, String, Table, Text, bindparam, select
+from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
 from toolscore.storage.dialect import (
+    in_ids,
     insert_ignore_duplicates,
     insert_tuples_ignore_duplicates,
     json_text,
@@ -290,19 +292,18 @@ def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
 # The reads scoring runs every round, built once with bound parameters (building a statement
 # costs more than running it on a round's few traces).
 @cache
-def _spans_of() -> Any:
+def _spans_of(dialect: Dialect) -> Any:
     columns = [
         json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
         for name in SPAN_READ_COLUMNS
     ]
-    ids: Any = bindparam("ids", expanding=True)
-    return select(*columns, spans_table.c.received_at_ns).where(spans_table.c.trace_id.in_(ids))
+    where = in_ids(dialect, spans_table.c.trace_id)
+    return select(*columns, spans_table.c.received_at_ns).where(where)
 
 
 @cache
-def _logs_of() -> Any:
-    ids: Any = bindparam("ids", expanding=True)
-    return select(log_records_table).where(log_records_table.c.trace_id.in_(ids))
+def _logs_of(dialect: Dialect) -> Any:
+    return select(log_records_table).where(in_ids(dialect, log_records_table.c.trace_id))
 
 
 def load_spans(
@@ -315,7 +316,7 @@ def load_spans(
     out: list[SpanRecord] = []
     for chunk in _chunks(dict.fromkeys(trace_ids)):
         # fetchall: one driver call per chunk, not one per row (the scoring hot path)
-        rows = conn.execute(_spans_of(), {"ids": chunk}).fetchall()
+        rows = conn.execute(_spans_of(conn.dialect), {"ids": chunk}).fetchall()
         if after_ns:
             rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
         out.extend(decode_spans(rows))
@@ -333,7 +334,7 @@ def load_logs(
     for chunk in _chunks(dict.fromkeys(trace_ids)):
         rows.extend(
             (r["time_ns"], r["id"], log_from_row(r))
-            for r in conn.execute(_logs_of(), {"ids": chunk}).mappings()
+            for r in conn.execute(_logs_of(conn.dialect), {"ids": chunk}).mappings()
             if r["received_at_ns"] > after.get(r["trace_id"], -1)
         )
     rows.sort(key=lambda t: (t[0], t[1]))
