@@ -101,11 +101,12 @@ def _load(port: int, rate: float, duration: float, state: dict[str, Any]) -> Non
 
 
 def _metric(port: int, name: str) -> float:
+    """The sum of the series of ``name`` (nan: none)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
-    found = re.search(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)
-    return float(found.group(1)) if found else float("nan")
+    found = re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)
+    return sum(float(v) for v in found) if found else float("nan")
 
 
 def _sample(path: Path) -> dict[str, float]:
@@ -138,26 +139,29 @@ def _sample(path: Path) -> dict[str, float]:
 
 def _report(path: Path, port: int, state: dict[str, Any], every: float, sender: Any) -> None:
     mib = 2**20
-    print("| min | file + WAL (MiB) | pages / free (MiB) | spans | log_records | history "
-          "(MiB) | conversations | offered / stored spans/s | scoring lag (s) |")  # fmt: skip
+    print("| min | file + WAL (MiB) | pages / free (MiB) | spans | log_records | history (MiB) "
+          "| conversations (deleted) | offered / stored spans/s | scoring lag (s) |")  # fmt: skip
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    last_t, last_sent, last_convs = state["start"], 0, 0
+    last_t, last_sent, last_stored = state["start"], 0, 0.0
     while sender.is_alive():
         sender.join(every)
         now = time.monotonic()
         sent = state["ok"] * SPANS_PER_TRACE * TRACES_PER_REQUEST
         s = _sample(path)
         lag = _metric(port, "toolscore_conversations_oldest_waiting_seconds")
+        deleted = _metric(port, "toolscore_retention_deleted_conversations_total")
+        accepted = _metric(port, "toolscore_receiver_accepted_items_total")
         dt = now - last_t
-        stored = (s["convs"] - last_convs) * SPANS_PER_TRACE / dt
+        stored = (accepted - last_stored) / dt
         print(
             f"| {(now - state['start']) / 60:.1f} | {s['size'] / mib:.1f} "
             f"| {s['pages'] * s['page'] / mib:.1f} / {s['free'] * s['page'] / mib:.1f} "
-            f"| {s['spans']:,} | {s['logs']:,} | {s['history'] / mib:.1f} | {s['convs']:,} "
+            f"| {s['spans']:,} | {s['logs']:,} | {s['history'] / mib:.1f} "
+            f"| {s['convs']:,} ({deleted:,.0f}) "
             f"| {(sent - last_sent) / dt:,.0f} / {stored:,.0f} | {lag:.0f} |",
             flush=True,
         )
-        last_t, last_sent, last_convs = now, sent, s["convs"]
+        last_t, last_sent, last_stored = now, sent, accepted
 
 
 def main() -> None:

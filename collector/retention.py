@@ -280,6 +280,17 @@ def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) ->
     return options
 
 
+def summary(options: RetentionOptions) -> str:
+    """What the start-up line says of retention."""
+    spans, history = options.retention_s, options.history_s
+    if spans is None and history is None:
+        return "spans kept forever"
+    said = "spans kept forever" if spans is None else f"span retention {describe(spans)}"
+    if history is not None:
+        said += f", history retention {describe(history)}"
+    return f"{said} (pass every {options.interval_s:g} s)"
+
+
 def retention_extension(options: RetentionOptions) -> ExtensionFactory:
     """The retention component for ``serve`` (nothing when spans are kept forever)."""
     from toolscore.collector.app import Extension
@@ -290,7 +301,7 @@ def retention_extension(options: RetentionOptions) -> ExtensionFactory:
             keep = RetentionComponent(
                 ctx.engine, None, RetentionMetrics(ctx.metrics.registry), interval_s=3600.0
             )
-            return Extension(components=[keep], summary={"retention": "spans kept forever"})
+            return Extension(components=[keep], summary={"retention": summary(options)})
         component = RetentionComponent(
             ctx.engine,
             options.retention_s,
@@ -298,13 +309,6 @@ def retention_extension(options: RetentionOptions) -> ExtensionFactory:
             interval_s=options.interval_s,
             history_s=options.history_s,
         )
-        every = f"{options.interval_s:g} s"
-        spans = options.retention_s
-        summary = "spans kept forever" if spans is None else f"span retention {describe(spans)}"
-        if options.history_s is not None:
-            summary += f", history retention {describe(options.history_s)}"
-        return Extension(
-            components=[component], summary={"retention": f"{summary} (pass every {every})"}
-        )
+        return Extension(components=[component], summary={"retention": summary(options)})
 
     return build

@@ -1,10 +1,11 @@
 """Lint and type checks, runnable on their own: ``python scripts/check.py``.
 
-Runs ``ruff check .`` and ``mypy --strict`` (configured in pyproject.toml). The repository keeps
-``collector/``, ``scorer/`` and ``storage/`` at the top while they install as
+Runs ``ruff check .``, ``mypy --strict`` (configured in pyproject.toml) and the house rules
+(module size and layering: ``tests/test_house_rules.py``, ``tests/test_layering.py``). The
+repository keeps ``collector/``, ``scorer/`` and ``storage/`` at the top while they install as
 ``toolscore.collector`` and so on; mypy cannot follow setuptools' package-dir mapping, so it
 checks a tree of symbolic links in ``.typecheck/toolscore`` that lays the package out as
-installed. Exit status: 0 when both pass, 1 otherwise.
+installed. Exit status: 0 when all pass, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ def _tool(name: str) -> str:
 def main() -> int:
     link_tree()
     failed = False
-    for command in ([_tool("ruff"), "check", "."], [sys.executable, "-m", "mypy"]):
+    house_rules = ["tests/test_house_rules.py", "tests/test_layering.py"]
+    for command in (
+        [_tool("ruff"), "check", "."],
+        [sys.executable, "-m", "mypy"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *house_rules],
+    ):
         print("$", " ".join(command[1:] if command[0] == sys.executable else command), flush=True)
         failed |= subprocess.run(command, cwd=ROOT, check=False).returncode != 0
     return 1 if failed else 0

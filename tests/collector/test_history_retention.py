@@ -178,3 +178,14 @@ def test_a_span_for_a_deleted_conversation_starts_a_new_one(engine: Engine) -> N
         ("2023-12-04", "tool_call_accuracy", 1.0), ("2023-12-04", "tool_call_f1", 1.0)
     ]  # fmt: skip
     assert [tuple(d) for d in days] == [("2023-11-14", 1)] * 2 + [("2023-12-04", 1)] * 2
+
+
+def test_the_start_up_line_names_both_retentions() -> None:
+    from toolscore.collector.retention import RetentionOptions, summary
+
+    assert summary(RetentionOptions()) == "span retention 7d (pass every 60 s)"
+    both = RetentionOptions(retention_s=7 * 86400, history_s=90 * 86400)
+    assert summary(both) == "span retention 7d, history retention 90d (pass every 60 s)"
+    alone = RetentionOptions(retention_s=None, history_s=3600, interval_s=30)
+    assert summary(alone) == "spans kept forever, history retention 1h (pass every 30 s)"
+    assert summary(RetentionOptions(retention_s=None)) == "spans kept forever"

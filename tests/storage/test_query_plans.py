@@ -106,3 +106,31 @@ def test_a_revision_supersedes_only_its_conversations_rows(engine: Engine) -> No
     plans = _plans(engine, lambda eng: score_conversation(eng, conv_id, default_config(), now=NOW))
     supersede = _find(plans, "UPDATE evaluations SET is_current")
     assert any("is_current=? AND conversation_id=?" in step for step in supersede), supersede
+
+
+def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
+    """Finding the old conversations uses last_span_at's index; the rollups and deletes look
+    their rows up by conversation: no statement walks a whole history table."""
+    from toolscore.storage.history_pruning import prune_history
+
+    expect(engine, ExpectationData(id="weather", reference_tool_calls=fixture_spans()[1]))
+    conv_id = store(engine, fixture_spans("weather")[0])
+    score_conversation(engine, conv_id, default_config(), now=NOW)
+    with engine.begin() as conn:  # done, as the worker leaves it
+        conn.exec_driver_sql("UPDATE conversations SET needs_scoring = 0")
+
+    plans = _plans(engine, lambda eng: prune_history(eng, 4 * 10**18))
+    find = _find(plans, "SELECT conversations.last_span_at, conversations.id")
+    assert any("ix_conversations_last_span_at" in step for step in find), find
+    tables = ("conversations", "conversation_traces", "evaluations", "tool_calls",
+              "rescore_run_items", "evaluation_exports", "spans", "log_records")  # fmt: skip
+    walks = {
+        stmt: step
+        for stmt, plan in plans.items()
+        if not stmt.endswith("WHERE 0")  # the write lock (storage.dialect.take_write_lock)
+        for step in plan
+        if any(step == f"SCAN {t}" or step.startswith(f"SCAN {t} ") for t in tables)
+    }
+    assert walks == {}, walks
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM conversations").scalar_one() == 0
