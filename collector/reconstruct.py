@@ -193,7 +193,7 @@ def _calls(
     calls: list[ReconstructedCall] = []
     decoded_by_call: dict[int, DecodedArgs] = {}
     for position, call in enumerate(transcript.calls()):
-        decoded = decode_call(call, params)
+        decoded = decode_call(call, params, transcript.canon)
         recorded = decoded.arguments is not None or bool(decoded.raw)
         if not recorded and params.get(call.name) == ():
             decoded, recorded = DecodedArgs({}, None, True), True  # its definition takes none

@@ -97,12 +97,12 @@ def insert_orphans(
         transcript.entries.insert(index, Entry("assistant", key, "", [call]))
 
 
-def decode_call(call: Call, params: dict[str, tuple[str, ...]]) -> DecodedArgs:
-    requested = decode_tool_input(call.arguments) if call.arguments is not None else None
+def decode_call(call: Call, params: dict[str, tuple[str, ...]], canon: Canon) -> DecodedArgs:
+    requested = canon.decode(call.arguments) if call.arguments is not None else None
     if requested is not None and requested.ok:
         return requested
     executed = (
-        decode_tool_input(call.execution.arguments)
+        canon.decode(call.execution.arguments)
         if call.execution is not None and call.execution.arguments is not None
         else None
     )

@@ -18,7 +18,7 @@ from toolscore.collector.control_calls import (
 )
 from toolscore.collector.conventions import Exchange, Message, ToolExecution
 from toolscore.collector.conventions.base import maybe_json
-from toolscore.collector.tool_args import decode_tool_input
+from toolscore.collector.tool_args import DecodedArgs, decode_tool_input
 
 
 @dataclass(slots=True)
@@ -41,8 +41,7 @@ class Entry:
     tool_call_id: str | None = None
 
 
-def _canon_text(value: Any) -> str:
-    decoded = decode_tool_input(value)
+def _canon_text(decoded: DecodedArgs, value: Any) -> str:
     try:
         if decoded.arguments is not None:
             try:
@@ -64,20 +63,35 @@ _CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 class Canon:
     """Canonical text of tool arguments (equal arguments give equal text), memoised per object
     for one reconstruction: each call's arguments are compared several times (history replay,
-    duplicate model calls, attaching tool spans)."""
+    duplicate model calls, attaching tool spans). The decoding it made is kept for the one
+    later decoding of the same object (:meth:`decode`), so arguments are decoded once."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_decoded", "_memo")
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Any, str]] = {}
+        self._decoded: dict[int, DecodedArgs] = {}
 
     def __call__(self, value: Any) -> str:
         hit = self._memo.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
-        text = _canon_text(value)
+        decoded = decode_tool_input(value)
+        text = _canon_text(decoded, value)
         self._memo[id(value)] = (value, text)  # holding the value keeps its id unique
+        self._decoded[id(value)] = decoded
         return text
+
+    def decode(self, value: Any) -> DecodedArgs:
+        """``decode_tool_input(value)``: the decoding made for its canonical text if there was
+        one and it was not handed out yet (each caller gets its own argument dict), else a new
+        one."""
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            decoded = self._decoded.pop(id(value), None)
+            if decoded is not None:
+                return decoded
+        return decode_tool_input(value)
 
 
 class Transcript:
