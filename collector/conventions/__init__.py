@@ -3,11 +3,15 @@
 Each module detects, per span, whether it understands it (:meth:`Convention.applies`); the first
 module in :data:`REGISTRY` order that does extracts the span's observations, so conventions may be
 mixed in one trace. Specific conventions come before the generic OTel GenAI ones they extend.
+A convention's ``triggers`` (:class:`Triggers`: scopes, attribute keys, name prefixes, events)
+say which spans its ``applies`` can accept; a span is checked only against the conventions it
+shows a trigger of (tests/collector/conventions/test_dispatch.py checks none is skipped wrongly).
 Adding a convention = adding one module and one line here.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
 
@@ -22,6 +26,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
 )
 from toolscore.collector.conventions.google_adk import GoogleADK
 from toolscore.collector.conventions.haystack import Haystack
@@ -45,6 +50,7 @@ __all__ = [
     "Observation",
     "ToolCallRef",
     "ToolExecution",
+    "Triggers",
     "extract_observations",
     "registry_for",
 ]
@@ -77,6 +83,62 @@ def registry_for(control: ControlCalls) -> tuple[Convention, ...]:
 REGISTRY: tuple[Convention, ...] = _registry(False)
 
 
+class _Dispatch:
+    """The conventions of a registry, in its order, that a span shows a trigger of
+    (:class:`Triggers`): a span is checked against those only, not against every convention."""
+
+    def __init__(self, registry: tuple[Convention, ...]) -> None:
+        self.registry = registry
+        self.always = 0  # bit i: registry[i]
+        self.by_scope: dict[str, int] = defaultdict(int)
+        by_key: dict[str, int] = defaultdict(int)
+        self.prefixes: list[tuple[str, int]] = []
+        self.events = 0
+        for i, convention in enumerate(registry):
+            bit = 1 << i
+            triggers = getattr(convention, "triggers", None)
+            if not isinstance(triggers, Triggers):
+                self.always |= bit
+                continue
+            for scope in triggers.scopes:
+                self.by_scope[scope] |= bit
+            for key in triggers.keys:
+                by_key[key] |= bit
+            self.prefixes += [(prefix, bit) for prefix in triggers.name_prefixes]
+            if triggers.events:
+                self.events |= bit
+        self.by_key = dict(by_key)
+        self.keys = frozenset(by_key)
+        self._chosen: dict[int, tuple[Convention, ...]] = {}
+
+    def conventions_for(self, span: SpanRecord) -> tuple[Convention, ...]:
+        mask = self.always | self.by_scope.get(span.scope_name, 0)
+        for key in self.keys.intersection(span.attributes):
+            mask |= self.by_key[key]
+        if span.events:
+            mask |= self.events
+        for prefix, bit in self.prefixes:
+            if span.name.startswith(prefix):
+                mask |= bit
+        chosen = self._chosen.get(mask)
+        if chosen is None:
+            chosen = tuple(c for i, c in enumerate(self.registry) if mask >> i & 1)
+            self._chosen[mask] = chosen
+        return chosen
+
+
+_DISPATCH: dict[int, _Dispatch] = {}
+
+
+def _dispatch(registry: tuple[Convention, ...]) -> _Dispatch:
+    found = _DISPATCH.get(id(registry))
+    if found is None or found.registry is not registry:
+        found = _Dispatch(registry)
+        if len(_DISPATCH) < 64:  # the registries of registry_for, and a few of tests
+            _DISPATCH[id(registry)] = found  # holds the registry: its id stays its own
+    return found
+
+
 def extract_observations(
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData] = (),
@@ -91,8 +153,9 @@ def extract_observations(
     """
     observations: list[Observation] = []
     warnings: list[str] = []
+    offered = _dispatch(registry) if isinstance(registry, tuple) else None
     for span in spans:
-        for convention in registry:
+        for convention in registry if offered is None else offered.conventions_for(span):
             try:
                 if not convention.applies(span):
                     continue

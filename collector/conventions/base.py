@@ -67,6 +67,20 @@ class ToolExecution:
 Observation = Exchange | ToolExecution
 
 
+@dataclass(frozen=True, slots=True)
+class Triggers:
+    """What a span must show for a convention's ``applies`` to be true (or to raise): its scope
+    is one of ``scopes``, or it has one of the attribute ``keys``, or its name starts with one of
+    ``name_prefixes``, or (``events``) it has events. Spans showing none are not offered to the
+    convention (:mod:`toolscore.collector.conventions` dispatches on this); a convention without
+    ``triggers`` is offered every span."""
+
+    scopes: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()
+    name_prefixes: tuple[str, ...] = ()
+    events: bool = False
+
+
 class Convention(Protocol):
     """One instrumentation convention. Adding a convention = one module implementing this."""
 
@@ -147,6 +161,8 @@ def _part_text(part: object) -> str:
 
 
 def opt_str(value: object) -> str | None:
+    if type(value) is str:  # the usual case, without the str() call
+        return value.strip() or None
     if value is None:
         return None
     text = str(value).strip()

@@ -26,6 +26,7 @@ from toolscore.collector.conventions.base import (
     Message,
     Observation,
     ToolCallRef,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -79,6 +80,7 @@ def _content_messages(content: object) -> list[Message]:
 
 class GoogleADK:
     name = "google_adk"
+    triggers = Triggers(scopes=frozenset({SCOPE}), keys=frozenset({REQUEST}))
 
     def applies(self, span: SpanRecord) -> bool:
         return span.scope_name == SCOPE or REQUEST in span.attributes

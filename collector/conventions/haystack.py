@@ -29,6 +29,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -85,6 +86,7 @@ def _field(value: object, key: str) -> Any:
 
 class Haystack:
     name = "haystack"
+    triggers = Triggers(scopes=frozenset({SCOPE}), name_prefixes=("haystack.",))
 
     def applies(self, span: SpanRecord) -> bool:
         return span.scope_name == SCOPE or span.name.startswith("haystack.")

@@ -36,6 +36,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -145,6 +146,7 @@ def _response_messages(items: Any) -> tuple[Message, ...]:
 
 class LogfireOpenAIAgents:
     name = "logfire_openai_agents"
+    triggers = Triggers(scopes=frozenset({SCOPE}), keys=frozenset({TEMPLATE}))
 
     def applies(self, span: SpanRecord) -> bool:
         return span.scope_name == SCOPE or span.attributes.get(TEMPLATE) in TEMPLATES

@@ -28,6 +28,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     first_attr,
@@ -64,6 +65,7 @@ def step_output(value: object) -> tuple[Message, ...]:
 
 class Mastra:
     name = "mastra"
+    triggers = Triggers(scopes=frozenset({SCOPE}), keys=frozenset({TYPE}))
 
     def applies(self, span: SpanRecord) -> bool:
         return span.scope_name == SCOPE or TYPE in span.attributes

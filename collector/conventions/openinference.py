@@ -17,6 +17,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -90,6 +91,7 @@ def _messages(value: Any) -> tuple[Message, ...]:
 
 class OpenInference:
     name = "openinference"
+    triggers = Triggers(keys=frozenset({KIND}))
 
     def applies(self, span: SpanRecord) -> bool:
         return KIND in span.attributes

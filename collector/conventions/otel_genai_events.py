@@ -18,6 +18,7 @@ from toolscore.collector.conventions.base import (
     Message,
     Observation,
     ToolCallRef,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -111,6 +112,7 @@ def exchange_from_events(
 
 class OtelGenAIEvents:
     name = "otel_genai_events"
+    triggers = Triggers(events=True)
 
     def applies(self, span: SpanRecord) -> bool:
         return any(e.name in EVENT_NAMES for e in span.events)

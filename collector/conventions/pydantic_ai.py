@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscore.collector.conventions.base import Exchange, Observation, as_list, maybe_json
+from toolscore.collector.conventions.base import (
+    Exchange,
+    Observation,
+    Triggers,
+    as_list,
+    maybe_json,
+)
 from toolscore.collector.conventions.otel_genai import (
     exchange_from,
     has_messages,
@@ -39,6 +45,7 @@ def _event_list(value: object) -> list[tuple[str, int, Mapping[str, Any]]]:
 
 class PydanticAI:
     name = "pydantic_ai"
+    triggers = Triggers(scopes=SCOPES, keys=frozenset({ALL_MESSAGES, "tool_arguments"}))
 
     def applies(self, span: SpanRecord) -> bool:
         if span.scope_name in SCOPES:

@@ -31,6 +31,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_text,
     maybe_json,
     opt_str,
@@ -77,6 +78,7 @@ def tool_arguments(value: object) -> Any:
 
 class Smolagents:
     name = "smolagents"
+    triggers = Triggers(scopes=frozenset({SCOPE}))
 
     def __init__(self, *, control_calls: bool = False) -> None:
         self.control_calls = control_calls  # keep final_answer as a tool call

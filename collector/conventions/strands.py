@@ -21,6 +21,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     maybe_json,
@@ -89,6 +90,9 @@ def _result_block(block: Any) -> str:
 
 class Strands:
     name = "strands"
+    triggers = Triggers(
+        scopes=frozenset({SCOPE}), keys=frozenset({"gen_ai.system", "gen_ai.provider.name"})
+    )
 
     def applies(self, span: SpanRecord) -> bool:
         if span.scope_name == SCOPE:

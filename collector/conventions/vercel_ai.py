@@ -19,6 +19,7 @@ from toolscore.collector.conventions.base import (
     Observation,
     ToolCallRef,
     ToolExecution,
+    Triggers,
     as_list,
     as_text,
     first_attr,
@@ -86,6 +87,7 @@ def _is_model_call(span: SpanRecord) -> bool:
 
 class VercelAI:
     name = "vercel_ai"
+    triggers = Triggers(scopes=frozenset({SCOPE}), keys=frozenset({"ai.operationId"}))
 
     def applies(self, span: SpanRecord) -> bool:
         return span.scope_name == SCOPE or "ai.operationId" in span.attributes
