@@ -55,6 +55,17 @@ def _processes() -> dict[int, tuple[int, float]]:
     return out
 
 
+def _run_wait(pid: int) -> float:
+    """Seconds a process's threads have waited for a CPU while runnable (/proc schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def _serve(db_url: str, settle: float, processes: int | None, conn: Any) -> None:
     """A second ``serve`` app in a process of its own, until told to stop."""
     with _Server(db_url, settle, True, processes) as server:
@@ -83,6 +94,8 @@ class Burst:
     lag_s: float = 0.0  # last acknowledgement -> last evaluation row
     failed: int = 0
     cpu: dict[str, float] = field(default_factory=dict)  # process type -> CPU seconds
+    scoring_wait_s: float = 0.0  # scoring processes: runnable, waiting for a CPU
+    scoring_busy_s: float = 0.0  # first to last evaluation row
 
 
 def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float) -> Any:
@@ -152,6 +165,8 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             for port, prefix, result in zip(ports, prefixes, results, strict=True)
         ]
         before = _processes()
+        serving = {me} | {p.pid for p, _ in others if p.pid}
+        run_wait0 = {pid: _run_wait(pid) for pid, (ppid, _) in before.items() if ppid in serving}
         for load in loads:
             load.start()
         backends = _pg_backends(db_url) if "postgresql" in db_url else []
@@ -170,6 +185,14 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             db_url, prefixes, burst.conversations, timeout=300
         )
         after = _processes()
+        scoring_pids = [
+            pid
+            for pid, (ppid, _) in after.items()
+            if ppid in serving and pid not in {manager._process.pid} | {load.pid for load in loads}  # type: ignore[attr-defined]
+        ]
+        waited = sum(_run_wait(pid) for pid in scoring_pids) - sum(
+            run_wait0.get(pid, 0.0) for pid in scoring_pids
+        )
         backends += [p for p in (_pg_backends(db_url) if backends else []) if p not in backends]
         burst.scored = scored
         if scored:
@@ -187,6 +210,9 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             elif pid in backends:  # connected during the run: all of its CPU
                 cpu["postgresql"] = cpu.get("postgresql", 0.0) + used
         burst.cpu = cpu
+        burst.scoring_wait_s = waited
+        if scored:
+            burst.scoring_busy_s = (last_eval - first_eval).total_seconds()
         for proc, here in others:
             here.send("stop")
             proc.join(60)
@@ -202,7 +228,9 @@ def _report(name: str, i: int, b: Burst, settle: float) -> str:
         f"  {name} run {i}: {b.conversations} conversations ({b.spans} spans) acknowledged at "
         f"{b.ingest_spans_per_s:.0f} spans/s; scored {b.scored} at {b.scored_per_s:.0f} conv/s; "
         f"last evaluation {b.lag_s:.2f} s after the last acknowledgement (target <= "
-        f"{settle + 1:g} s); CPU: {per}; failed requests {b.failed}"
+        f"{settle + 1:g} s); CPU: {per}; scoring processes over the {b.scoring_busy_s:.1f} s "
+        f"from first to last evaluation: {b.cpu.get('scoring', 0):.1f} s on a CPU, "
+        f"{b.scoring_wait_s:.1f} s waiting for one; failed requests {b.failed}"
     )
 
 

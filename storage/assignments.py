@@ -112,8 +112,7 @@ def _insert_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
     ct = conversation_traces
     rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(assignments.items())]
     if one_writer(conn):  # nobody else inserted them meanwhile
-        name = conn.dialect.name
-        execute_prepared(conn, "assign.insert_new", lambda: _insert_new_stmt(name), ct, rows)
+        execute_prepared(conn, "assign.insert_new", _insert_new_stmt, ct, rows)
         return set(assignments)
     # A trace another transaction is inserting makes this wait for it, then skip the row.
     ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
@@ -198,8 +197,7 @@ def upsert_conversations(
         # Sorted: concurrent ingest transactions lock conversation rows in the same order.
         for t in sorted(touched, key=lambda t: t.conversation_id)
     ]
-    name = conn.dialect.name
-    execute_prepared(conn, "assign.upsert", lambda: _upsert_stmt(name), conversations, rows)
+    execute_prepared(conn, "assign.upsert", _upsert_stmt, conversations, rows)
 
 
 def _upsert_stmt(dialect: str) -> Any:

@@ -34,7 +34,7 @@ def heads_and_traces(
     heads: list[ScoringHead] = []
     trace_conv: dict[str, str] = {}
     for i in range(0, len(ids), _CHUNK):
-        chunk = ids[i : i + _CHUNK]
+        chunk = list(ids[i : i + _CHUNK])  # a list: PostgreSQL binds it as one array
         heads.extend(
             ScoringHead(*row) for row in conn.execute(_heads(conn.dialect), {"ids": chunk})
         )

@@ -121,7 +121,7 @@ _PREPARED: dict[
 def execute_prepared(
     conn: Connection,
     key: str,
-    build: Callable[[], Any],
+    build: Callable[[str], Any],
     table: Table,
     rows: Sequence[Mapping[str, Any]],
 ) -> None:
@@ -129,14 +129,14 @@ def execute_prepared(
     all have the same keys: the statement is built and compiled once per dialect (cached under
     ``key``) and goes straight to the driver's ``executemany``; values are bound by the columns'
     own types (so stored exactly as ``conn.execute`` stores them), each distinct value once per
-    call. ``build()`` may use :func:`insert_dialect` and must have no literal bound values."""
+    call. ``build(dialect name)`` may use :func:`insert_dialect`; no literal bound values."""
     if not rows:
         return
     dialect = conn.dialect
     columns = tuple(rows[0])
     prepared = _PREPARED.get((key, dialect.name, columns))
     if prepared is None:
-        compiled = build().compile(dialect=dialect, column_keys=list(columns))
+        compiled = build(dialect.name).compile(dialect=dialect, column_keys=list(columns))
         names = tuple(compiled.positiontup or ()) if compiled.positional else None
         if set(names if names is not None else compiled.binds) != set(columns):
             raise ValueError(f"{key}: the statement binds other values than the rows' keys")

@@ -112,11 +112,11 @@ def test_execute_prepared_stores_what_a_plain_insert_stores(db_url: str) -> None
             execute_prepared(
                 conn,
                 "test.evaluations",
-                evaluations.insert,
+                lambda _dialect: evaluations.insert(),
                 evaluations,
                 [{**r, "conversation_id": "prep"} for r in part],
             )
-        execute_prepared(conn, "test.evaluations", evaluations.insert, evaluations, [])
+        execute_prepared(conn, "test.evaluations", lambda _: evaluations.insert(), evaluations, [])
     with engine.connect() as conn:
         plain, prep = _stored(conn, evaluations, "plain"), _stored(conn, evaluations, "prep")
         assert len(prep) == 3
