@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
 
 import pytest
 import requests
+from prometheus_client import CollectorRegistry
 
 from tests.collector.pipeline.e2e import (
     SETTLE_S,
@@ -19,7 +21,12 @@ from tests.collector.pipeline.e2e import (
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.collector.status import activity_fields, activity_line, status_extension
+from toolscore.collector.status import (
+    StatusReporter,
+    activity_fields,
+    activity_line,
+    status_extension,
+)
 from toolscore.storage.expectations import ExpectationData
 from toolscore.storage.status import Backlog
 
@@ -162,3 +169,37 @@ class _Url:
 
     def __init__(self, url: str) -> None:
         self.http_url = url
+
+
+def test_the_count_by_status_never_takes_more_than_a_hundredth_of_a_core() -> None:
+    """The count is a scan of ``conversations``: a count that cost C seconds of CPU is not
+    repeated within 100 C, however often the backlog is polled."""
+    calls: list[float] = []
+
+    def count(burn_s: float) -> dict[str, int]:
+        calls.append(time.monotonic())
+        end = time.thread_time() + burn_s
+        while time.thread_time() < end:  # CPU, as SQLite's scan spends it
+            pass
+        return {"scored": len(calls)}
+
+    def polls(burn_s: float, seconds: float) -> int:
+        calls.clear()
+        reporter = StatusReporter(
+            lambda: Backlog(0, None, 0, 0),
+            CollectorRegistry(),
+            read_counts=lambda: count(burn_s),
+            poll_s=0.01,
+        )
+
+        async def run() -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                await reporter.poll()
+                await asyncio.sleep(0.01)
+
+        asyncio.run(run())
+        return len(calls)
+
+    assert polls(0.0, 1.0) >= 10, "a cheap count follows the polls (every 4th)"
+    assert polls(0.02, 1.5) == 1, "20 ms of CPU: the next count waits 2 s"
