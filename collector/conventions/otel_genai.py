@@ -69,7 +69,9 @@ def is_tool_span(span: SpanRecord) -> bool:
 
 def has_messages(span: SpanRecord) -> bool:
     attrs = span.attributes
-    return INPUT in attrs or OUTPUT in attrs or any(e.name == DETAILS_EVENT for e in span.events)
+    if INPUT in attrs or OUTPUT in attrs:
+        return True
+    return bool(span.events) and any(e.name == DETAILS_EVENT for e in span.events)
 
 
 def tool_execution(span: SpanRecord, convention: str) -> ToolExecution:
