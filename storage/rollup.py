@@ -59,8 +59,10 @@ class HistoryRetention(Base):
 daily_score_rollup: Table = DailyScoreRollup.__table__  # type: ignore[assignment]
 history_retention: Table = HistoryRetention.__table__  # type: ignore[assignment]
 
-_current_scores = table(
+# the current_scores view's columns that the rollups read (tool_rollup.py too)
+current_scores_view = table(
     "current_scores",
+    column("evaluation_id"),
     column("conversation_id"),
     column("day"),
     column("expectation_id"),
@@ -73,7 +75,7 @@ _current_scores = table(
 def roll_up(conn: Connection, conversation_ids: Sequence[str]) -> int:
     """Add the current evaluations of ``conversation_ids`` to the rollup (in the caller's
     transaction, before it deletes them); returns how many evaluations were added."""
-    cs = _current_scores.c
+    cs = current_scores_view.c
     counts: Counter[tuple[str, str, str, str, bool, float]] = Counter()
     for start in range(0, len(conversation_ids), _CHUNK):
         chunk = list(conversation_ids[start : start + _CHUNK])

@@ -18,12 +18,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Float, Table, Text, column, select, table
+from sqlalchemy import Connection, Float, Table, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64
 from toolscore.storage.dialect import insert_for
 from toolscore.storage.pipeline import evaluations
+from toolscore.storage.rollup import current_scores_view
 
 _CHUNK = 500
 COUNTS = ("expected", "called", "matched", "wrong", "missing", "extra", "misplaced")
@@ -60,17 +61,6 @@ class ToolArgumentScoreRollup(Base):
 
 tool_score_rollup: Table = ToolScoreRollup.__table__  # type: ignore[assignment]
 tool_argument_score_rollup: Table = ToolArgumentScoreRollup.__table__  # type: ignore[assignment]
-
-_current_scores = table(
-    "current_scores",
-    column("evaluation_id"),
-    column("conversation_id"),
-    column("day"),
-    column("expectation_id"),
-    column("metric"),
-    column("metric_type"),
-    column("score"),
-)
 
 Key = tuple[str, str, str, str]
 
@@ -130,14 +120,14 @@ def _count(
 def roll_up_tools(conn: Connection, conversation_ids: Sequence[str]) -> None:
     """Add the tool counts of ``conversation_ids``' current scored ToolCallAccuracy evaluations
     to the rollups (in the caller's transaction, before it deletes them)."""
-    cs, e = _current_scores.c, evaluations.c
+    cs, e = current_scores_view.c, evaluations.c
     tools: dict[Key, list[float]] = defaultdict(lambda: [0.0] * 8)
     arguments: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     for start in range(0, len(conversation_ids), _CHUNK):
         chunk = list(conversation_ids[start : start + _CHUNK])
         rows = conn.execute(
             select(cs.day, cs.expectation_id, cs.metric, e.details)
-            .select_from(_current_scores.join(evaluations, e.id == cs.evaluation_id))
+            .select_from(current_scores_view.join(evaluations, e.id == cs.evaluation_id))
             .where(
                 cs.conversation_id.in_(chunk),
                 cs.metric_type == "tool_call_accuracy",

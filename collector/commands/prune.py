@@ -149,10 +149,7 @@ def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
         f"deleted {result.spans} spans and {result.log_records} log records of "
         f"{result.conversations} conversations (last span received before {before})"
     )
-    if result.bytes_before is not None and result.bytes_after is not None:
-        line += f"; storage {_size(result.bytes_before)} -> {_size(result.bytes_after)}"
-        if result.free_after:
-            line += f", {_size(result.free_after)} free inside the file for reuse"
+    line += _storage_change(result)
     print(line)
     return 0
 
@@ -185,10 +182,7 @@ def _prune_history(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
         f"records) whose last span was received before {before}; their scores stay in the "
         "daily rollup"
     )
-    if result.bytes_before is not None and result.bytes_after is not None:
-        line += f"; storage {_size(result.bytes_before)} -> {_size(result.bytes_after)}"
-        if result.free_after:
-            line += f", {_size(result.free_after)} free inside the file for reuse"
+    line += _storage_change(result)
     print(line)
     return 0
 
@@ -199,3 +193,13 @@ def _when(cutoff_ns: int) -> str:
 
 def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
+
+
+def _storage_change(result: Any) -> str:
+    """ "; storage 1.2 GiB -> 0.9 GiB, ..." when the database could say (SQLite), else ""."""
+    if result.bytes_before is None or result.bytes_after is None:
+        return ""
+    text = f"; storage {_size(result.bytes_before)} -> {_size(result.bytes_after)}"
+    if result.free_after:
+        text += f", {_size(result.free_after)} free inside the file for reuse"
+    return text
