@@ -236,7 +236,7 @@ def main() -> None:
         type=int,
         default=None,
         metavar="N",
-        help="default: serve's default (auto: 2 on PostgreSQL with 2+ cores, else 1)",
+        help="default: serve's default (auto: 2 with 2+ cores, else 1)",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable

@@ -33,12 +33,6 @@ def backend_name(url: str) -> str:
     return str(normalize_url(url).get_backend_name())
 
 
-def concurrent_writers(backend: str) -> bool:
-    """Whether write transactions on one database run at once (PostgreSQL, row locks) or one at
-    a time (SQLite: one file, one writer), e.g. whether a second scoring process can help."""
-    return backend == "postgresql"
-
-
 def one_writer(conn: Connection) -> bool:
     """SQLite: one write transaction at a time, so what a transaction read stays current and no
     row locks are needed."""

@@ -45,8 +45,18 @@ def test_version_comes_from_the_package_metadata() -> None:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -66,8 +76,17 @@ def test_wheel_has_one_top_level_name_and_the_data_files(wheel: Path) -> None:
 def test_installed_wheel_runs_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-         str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
     )
@@ -77,14 +96,22 @@ def test_installed_wheel_runs_outside_the_source_tree(wheel: Path, tmp_path: Pat
         "print(toolscore.__file__); print(m.MIGRATIONS_DIR.is_dir())"
     )
     shown = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
         check=True,
     ).stdout.split()
     assert shown == [str(target / "toolscore" / "__init__.py"), "True"]
     samples = ROOT / "examples" / "samples.jsonl"
     scored = subprocess.run(
-        [sys.executable, "-m", "toolscore", "score", str(samples)], cwd=tmp_path, env=env,
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "toolscore", "score", str(samples)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert scored.returncode == 0, scored.stderr
     assert len(scored.stdout.splitlines()) == len(samples.read_text().splitlines())

@@ -162,8 +162,8 @@ OPTIONS: tuple[Option, ...] = (
         "--scoring-processes",
         "scoring_processes",
         "child processes that score in parallel, each claiming its own conversations, or "
-        "auto: 2 on PostgreSQL when the machine has 2 or more cores (one process's database "
-        "waits overlap the other's work), else 1",
+        "auto: 2 when the machine has 2 or more cores (one process's database waits "
+        "overlap the other's work), else 1",
         parse=_processes,
         metavar="N|auto",
         shown_default="auto",
@@ -208,13 +208,11 @@ def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) ->
 def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None) -> int:
     """How many scoring processes to run: the configured number, or auto.
 
-    Auto: on PostgreSQL a scoring process waits for the server for about a third of a round
-    (reads, COPY, commits), so a second process on a machine with a second core keeps scoring
-    busy; on SQLite, one file has one writer at a time and a second process only adds lock
-    contention with ingest.
+    Auto: 2 on a machine with a second core, whatever the database. A scoring process waits
+    for the database part of each round (PostgreSQL: about a third; SQLite: its write lock and
+    reads), and a second one takes the CPU the receiver leaves (docs/benchmarks.md, Burst).
     """
-    from toolscore.storage.dialect import concurrent_writers  # SQLAlchemy: not at start-up
-
+    del backend  # measured on both databases: the same answer (docs/benchmarks.md, Burst)
     if options.scoring_processes is not None:
         return options.scoring_processes
-    return 2 if concurrent_writers(backend) and (cpu_count or 1) >= 2 else 1
+    return 2 if (cpu_count or 1) >= 2 else 1

@@ -44,7 +44,7 @@ CASES: list[tuple[str, dict[str, str], int, str]] = [
         "serve --db {DB}",
         {"TOOLSCORE_EXPORT_ENDPOINT": "otel:4317"},
         2,
-        "--export-endpoint / TOOLSCORE_EXPORT_ENDPOINT: expected http(s)://host:port, got 'otel"
+        "--export-endpoint / TOOLSCORE_EXPORT_ENDPOINT: expected http(s)://host:port, got 'otel",
     ),
     (
         "serve --db {DB} --pass-threshold f1=2",

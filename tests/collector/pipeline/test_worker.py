@@ -91,15 +91,16 @@ def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -
         parse(argv)
 
 
-def test_scoring_processes_default_to_two_on_postgresql_with_two_cores() -> None:
+def test_scoring_processes_default_to_two_with_two_cores_on_either_database() -> None:
     auto = parse([])
     assert auto.scoring_processes is None
     assert processes_for(auto, "postgresql", 2) == 2
     assert processes_for(auto, "postgresql", 8) == 2
     assert processes_for(auto, "postgresql", 1) == 1
     assert processes_for(auto, "postgresql", None) == 1
-    assert processes_for(auto, "sqlite", 8) == 1
-    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "AUTO"}), "sqlite", 8) == 1
+    assert processes_for(auto, "sqlite", 8) == 2
+    assert processes_for(auto, "sqlite", 1) == 1
+    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "AUTO"}), "sqlite", 8) == 2
     assert processes_for(parse(["--scoring-processes", "3"]), "sqlite", 1) == 3
     from_env = parse([], {"TOOLSCORE_SCORING_PROCESSES": "1"})
     assert processes_for(from_env, "postgresql", 8) == 1
