@@ -11,7 +11,6 @@ converting attribute values collector/otlp_values.py; this module re-exports wha
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +39,7 @@ from toolscore.collector.sanitize import (
     key_problem,
     time_problem,
 )
+from toolscore.storage.records import SPAN_SETTERS
 
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
 MAX_REPORTED_ERRORS = 5  # distinct reasons quoted in partial_success.error_message
@@ -107,18 +107,11 @@ class _Rejections:
 
 # --- records ---------------------------------------------------------------------------------
 
-_SPAN_FIELDS = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns", "attributes",
-    "resource_attributes", "scope_name", "scope_version", "status_code", "status_message",
-    "events", "links",
-)  # fmt: skip
-if tuple(f.name for f in dataclasses.fields(SpanRecord)) != _SPAN_FIELDS:  # pragma: no cover
-    raise ImportError("toolscore.collector.model.SpanRecord changed: update decode._SPAN_FIELDS")
 (
     _set_trace_id, _set_span_id, _set_parent, _set_name, _set_kind, _set_start, _set_end,
     _set_attributes, _set_resource, _set_scope_name, _set_scope_version, _set_status_code,
     _set_status_message, _set_events, _set_links,
-) = (getattr(SpanRecord, name).__set__ for name in _SPAN_FIELDS)  # fmt: skip
+) = SPAN_SETTERS  # fmt: skip
 
 
 def _span_record(

@@ -134,11 +134,7 @@ def execute_prepared(
         names = tuple(compiled.positiontup or ()) if compiled.positional else None
         if set(names if names is not None else compiled.binds) != set(columns):
             raise ValueError(f"{key}: the statement binds other values than the rows' keys")
-        binders = {
-            name: p
-            for name in columns
-            if (p := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
-        }
+        binders = {c: p for c, p in _bind_processors(dialect, table, columns) if p is not None}
         prepared = (str(compiled), names, binders)
         _PREPARED[(key, dialect.name, columns)] = prepared
     sql, names, binders = prepared

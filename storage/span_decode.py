@@ -11,19 +11,15 @@ them), and most spans have no events or links. Values decode exactly as the JSON
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolscore.storage.jsoncodec import json_loads
-from toolscore.storage.records import SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.records import SPAN_FIELDS, SPAN_SETTERS, SpanEvent, SpanLink, SpanRecord
 
-# The columns a SpanRecord is rebuilt from, in :func:`decode_spans`'s row order.
-SPAN_READ_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
-    "attributes", "resource_attributes", "scope_name", "scope_version", "status_code",
-    "status_message", "events", "links",
-)  # fmt: skip
+# The columns a SpanRecord is rebuilt from, in :func:`decode_spans`'s row order (the columns
+# carry the fields' names).
+SPAN_READ_COLUMNS: tuple[str, ...] = SPAN_FIELDS
 
 _TAGS = ("$bytes", "$float", "$str")
 
@@ -82,8 +78,7 @@ def decode_spans(rows: Iterable[Sequence[Any]]) -> list[SpanRecord]:
         resource = resources.get(resource_text)
         if resource is None:
             resource = resources[resource_text] = attributes_from_json(json_loads(resource_text))
-        # SpanRecord(...) without its frozen __init__ (object.__setattr__ per field costs about
-        # three times setting the slots; collector/decode.py builds spans the same way)
+        # SpanRecord(...) without its frozen __init__ (storage.records.SPAN_SETTERS)
         span = new_span(SpanRecord)
         set_trace_id(span, trace_id)
         set_span_id(span, span_id)
@@ -104,19 +99,12 @@ def decode_spans(rows: Iterable[Sequence[Any]]) -> list[SpanRecord]:
     return out
 
 
-_FIELDS = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns", "attributes",
-    "resource_attributes", "scope_name", "scope_version", "status_code", "status_message",
-    "events", "links",
-)  # fmt: skip
-if tuple(f.name for f in dataclasses.fields(SpanRecord)) != _FIELDS:  # pragma: no cover
-    raise ImportError("SpanRecord's fields changed: update storage/span_decode.py")
 new_span = object.__new__
 (
     set_trace_id, set_span_id, set_parent, set_name, set_kind, set_start, set_end,
     set_attributes, set_resource, set_scope_name, set_scope_version, set_status_code,
     set_status_message, set_events, set_links,
-) = (getattr(SpanRecord, name).__set__ for name in _FIELDS)  # fmt: skip
+) = SPAN_SETTERS  # fmt: skip
 
 
 def _events(events: Any) -> tuple[SpanEvent, ...]:
