@@ -76,11 +76,7 @@ def prune_history(
             deleted = history.delete_conversations(conn, ids, cutoff_ns)
             if deleted.conversations:
                 record_pass(conn, cutoff_ns, deleted.conversations, now())
-        done = history.Deleted(
-            done.conversations + deleted.conversations,
-            done.evaluations + deleted.evaluations,
-            done.tool_calls + deleted.tool_calls,
-        )
+        done += deleted
         if progress is not None and deleted.conversations:
             progress(deleted.conversations)
         if limits.pause_s:

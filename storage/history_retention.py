@@ -51,19 +51,20 @@ FINISHED = (STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryPlan:
-    """What deleting the history before a cutoff would delete now (``--dry-run``)."""
-
-    conversations: int
-    evaluations: int
-    tool_calls: int
-
-
-@dataclass(frozen=True, slots=True)
 class Deleted:
+    """Conversations with their evaluations and tool calls: deleted, or that deleting the
+    history before a cutoff would delete now (:func:`plan`, ``--dry-run``)."""
+
     conversations: int
     evaluations: int
     tool_calls: int
+
+    def __add__(self, other: Deleted) -> Deleted:
+        return Deleted(
+            self.conversations + other.conversations,
+            self.evaluations + other.evaluations,
+            self.tool_calls + other.tool_calls,
+        )
 
 
 def _at(cutoff_ns: int) -> dt.datetime:
@@ -167,7 +168,7 @@ def delete_conversations(conn: Connection, ids: Sequence[str], cutoff_ns: int) -
     return Deleted(len(chosen), int(n_evals or 0), int(n_calls or 0))
 
 
-def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> HistoryPlan:
+def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Deleted:
     """Count what deleting the history before ``cutoff_ns`` would delete (reads only)."""
     total = evals = calls = 0
     after: tuple[dt.datetime, str] | None = None
@@ -194,4 +195,4 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> HistoryPlan:
                     select(func.count()).select_from(tool_calls).where(t.conversation_id.in_(chunk))
                 ).scalar_one()
             )
-    return HistoryPlan(total, evals, calls)
+    return Deleted(total, evals, calls)

@@ -13,6 +13,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -87,21 +88,34 @@ def roll_up(conn: Connection, conversation_ids: Sequence[str]) -> int:
         for day, exp, metric, metric_type, score in rows:
             scored = score is not None
             counts[(str(day), exp, metric, metric_type, scored, float(score or 0.0))] += 1
-    if not counts:
-        return 0
-    ins = insert_for(conn, daily_score_rollup)
-    r = daily_score_rollup.c
-    stmt = ins.on_conflict_do_update(
-        index_elements=[r.day, r.expectation_id, r.metric, r.metric_type, r.scored, r.score],
-        set_={"evaluations": r.evaluations + ins.excluded.evaluations},
-    )
     keys = ("day", "expectation_id", "metric", "metric_type", "scored", "score")
-    # sorted: concurrent passes (several servers) lock rollup rows in one order
-    conn.execute(
-        stmt,
-        [{**dict(zip(keys, k, strict=True)), "evaluations": n} for k, n in sorted(counts.items())],
-    )
+    rows = [
+        {**dict(zip(keys, k, strict=True)), "evaluations": n} for k, n in sorted(counts.items())
+    ]
+    add_counts(conn, daily_score_rollup, rows, keys, ("evaluations",))
     return sum(counts.values())
+
+
+def add_counts(
+    conn: Connection,
+    target: Table,
+    rows: list[dict[str, Any]],
+    keys: Sequence[str],
+    summed: Sequence[str],
+) -> None:
+    """Insert ``rows`` into the rollup ``target``, adding the ``summed`` columns to a row that
+    has the same ``keys``. Callers pass rows sorted by key: concurrent passes (several servers)
+    then lock rollup rows in one order."""
+    if not rows:
+        return
+    ins = insert_for(conn, target)
+    conn.execute(
+        ins.on_conflict_do_update(
+            index_elements=list(keys),
+            set_={c: target.c[c] + getattr(ins.excluded, c) for c in summed},
+        ),
+        rows,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,8 @@ from sqlalchemy import Connection, Float, Table, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64
-from toolscore.storage.dialect import insert_for
 from toolscore.storage.pipeline import evaluations
-from toolscore.storage.rollup import current_scores_view
+from toolscore.storage.rollup import add_counts, current_scores_view
 
 _CHUNK = 500
 COUNTS = ("expected", "called", "matched", "wrong", "missing", "extra", "misplaced")
@@ -137,7 +136,7 @@ def roll_up_tools(conn: Connection, conversation_ids: Sequence[str]) -> None:
         for day, exp, metric, details in rows:
             if isinstance(details, dict):
                 _count(details, (str(day), exp, metric), tools, arguments)
-    _upsert(
+    add_counts(
         conn,
         tool_score_rollup,
         [
@@ -147,7 +146,7 @@ def roll_up_tools(conn: Connection, conversation_ids: Sequence[str]) -> None:
         ("day", "expectation_id", "metric", "tool"),
         (*COUNTS, "points_lost"),
     )
-    _upsert(
+    add_counts(
         conn,
         tool_argument_score_rollup,
         [
@@ -161,22 +160,3 @@ def roll_up_tools(conn: Connection, conversation_ids: Sequence[str]) -> None:
 
 def _keys(key: Sequence[str]) -> dict[str, str]:
     return dict(zip(("day", "expectation_id", "metric", "tool"), key, strict=True))
-
-
-def _upsert(
-    conn: Connection,
-    target: Table,
-    rows: list[dict[str, Any]],
-    keys: Sequence[str],
-    summed: Sequence[str],
-) -> None:
-    if not rows:
-        return
-    ins = insert_for(conn, target)
-    conn.execute(
-        ins.on_conflict_do_update(
-            index_elements=list(keys),
-            set_={c: target.c[c] + getattr(ins.excluded, c) for c in summed},
-        ),
-        rows,
-    )
