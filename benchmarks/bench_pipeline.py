@@ -119,8 +119,9 @@ def _children_cpu_s(exclude: set[int]) -> float:
 
 
 def _prepare(db_url: str) -> None:
+    from pipeline_load import import_bench_expectation
+
     from toolscore.storage.engine import create_engine
-    from toolscore.storage.expectations import ExpectationData, import_expectations
     from toolscore.storage.migrate import upgrade
 
     upgrade(db_url)
@@ -134,12 +135,7 @@ def _prepare(db_url: str) -> None:
         else:
             for table in TABLES:
                 conn.exec_driver_sql(f"DELETE FROM {table}")
-    with engine.connect() as conn:
-        calls = [
-            {"name": "get_weather", "args": {"city": "Paris"}},
-            {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
-        ] * 2
-        import_expectations(conn, [ExpectationData(id="bench", reference_tool_calls=calls)])
+    import_bench_expectation(engine)
     engine.dispose()
 
 

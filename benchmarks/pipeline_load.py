@@ -15,6 +15,17 @@ from typing import Any
 
 SPANS_PER_TRACE = 7
 TRACES_PER_REQUEST = 73  # 511 spans: about the OTel SDK's default export batch (512)
+# Every trace's tool calls, which the expectation "bench" (each trace's reference) expects.
+CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
+
+
+def import_bench_expectation(engine: Any) -> None:
+    """Store the expectation "bench" that every load trace names, in ``engine``'s database."""
+    from toolscore.storage.expectations import ExpectationData, import_expectations
+
+    reference = [{"name": name, "args": args} for name, args in CALLS]
+    with engine.connect() as conn:
+        import_expectations(conn, [ExpectationData(id="bench", reference_tool_calls=reference)])
 
 
 def trace(req: Any, conv_id: str, now_ns: int) -> None:
@@ -25,7 +36,7 @@ def trace(req: Any, conv_id: str, now_ns: int) -> None:
 
     trace_id = uuid.uuid4().bytes
     root = uuid.uuid4().bytes[:8]
-    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
+    calls = CALLS
     ids = [f"call_{uuid.uuid4().hex[:10]}" for _ in calls]
     user = {"role": "user", "parts": [{"type": "text", "content": "Weather and time?"}]}
     out = {

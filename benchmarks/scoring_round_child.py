@@ -126,12 +126,11 @@ def _fill(url: str, conversations: int) -> int:
     """Store ``conversations`` ready conversations as ingest does; returns the spans stored."""
     sys.path.insert(0, str(HERE))
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    from pipeline_load import TRACES_PER_REQUEST, payloads
+    from pipeline_load import TRACES_PER_REQUEST, import_bench_expectation, payloads
 
     from toolscore.collector.decode import decode_traces
     from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
     from toolscore.storage.engine import create_engine
-    from toolscore.storage.expectations import ExpectationData, import_expectations
     from toolscore.storage.migrate import upgrade
     from toolscore.storage.telemetry import span_values, store_telemetry
 
@@ -140,12 +139,7 @@ def _fill(url: str, conversations: int) -> int:
         if conn.dialect.name == "postgresql":  # a fresh schema: each tree migrates its own
             conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     upgrade(url)
-    with engine.connect() as conn:
-        calls = [
-            {"name": "get_weather", "args": {"city": "Paris"}},
-            {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}},
-        ] * 2
-        import_expectations(conn, [ExpectationData(id="bench", reference_tool_calls=calls)])
+    import_bench_expectation(engine)
     requests = -(-conversations // TRACES_PER_REQUEST)
     at_ns = time.time_ns() - 600 * 10**9  # long settled
     stored = 0
