@@ -89,10 +89,10 @@ def roll_up(conn: Connection, conversation_ids: Sequence[str]) -> int:
             scored = score is not None
             counts[(str(day), exp, metric, metric_type, scored, float(score or 0.0))] += 1
     keys = ("day", "expectation_id", "metric", "metric_type", "scored", "score")
-    rows = [
+    added = [
         {**dict(zip(keys, k, strict=True)), "evaluations": n} for k, n in sorted(counts.items())
     ]
-    add_counts(conn, daily_score_rollup, rows, keys, ("evaluations",))
+    add_counts(conn, daily_score_rollup, added, keys, ("evaluations",))
     return sum(counts.values())
 
 
