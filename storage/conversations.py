@@ -11,6 +11,7 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Dialect
 
 from toolscore.storage.dialect import in_ids
+from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
 
 _CHUNK = 500  # bound on IN (...) list sizes
@@ -56,7 +57,7 @@ def _heads(dialect: Dialect) -> Any:
 @cache
 def _traces(dialect: Dialect) -> Any:
     ct = conversation_traces.c
-    return select(ct.trace_id, ct.conversation_id).where(in_ids(dialect, ct.conversation_id))
+    return each_id(dialect, select(ct.trace_id, ct.conversation_id), ct.conversation_id)
 
 
 # --- what the read-only commands show (``toolscore conversations``, ``show``) -----------------

@@ -1,23 +1,42 @@
 """The evaluations repository: writing a conversation's new revision of its score history.
 
 A revision is written in one short transaction: lock the conversations the caller still owns,
-mark their previous evaluations not current, insert the new ``evaluations`` and ``tool_calls``
-rows (one ``COPY`` each on PostgreSQL: ``storage.dialect.bulk_insert``) and update each
-conversation's status, revision, expectation and claim in one ``executemany``.
+mark their previous evaluations not current (only conversations written before have any),
+insert the new ``evaluations`` and ``tool_calls`` rows (one ``COPY`` each on PostgreSQL:
+``storage.dialect.bulk_insert``) and update each conversation's status, revision, expectation
+and claim (one statement on PostgreSQL, an ``executemany`` on SQLite:
+``storage.dialect.update_each``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, and_, bindparam, case, false, null, select, true
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Connection,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    case,
+    false,
+    null,
+    select,
+    true,
+)
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeEngine
 
+from toolscore.storage.base import UtcDateTime
 from toolscore.storage.dialect import bulk_insert, in_ids, lock_statement
+from toolscore.storage.dialect_rows import update_each
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 
 
@@ -79,7 +98,9 @@ def write_revisions(
     todo = [x for x in revisions if x.conversation_id in owned]
     if not todo:
         return {}
-    conn.execute(_supersede(conn.dialect), {"ids": [x.conversation_id for x in todo]})
+    # Revision 0: never written, so no evaluation of it is current (most rounds: none to look for)
+    if rescored := [x.conversation_id for x in todo if owned[x.conversation_id] > 0]:
+        conn.execute(_supersede(conn.dialect), {"ids": rescored})
     written: dict[str, int] = {}
     eval_rows: list[dict[str, Any]] = []
     call_rows: list[dict[str, Any]] = []
@@ -102,7 +123,7 @@ def write_revisions(
         conv_rows.append(_conversation_row(x, rev, now, seen))
     bulk_insert(conn, evaluations, eval_rows)
     bulk_insert(conn, tool_calls, call_rows)
-    conn.execute(_UPDATE_CONVERSATION, conv_rows)
+    update_each(conn, "evaluations.conversation", _update_conversation, _ROW_TYPES, conv_rows)
     return written
 
 
@@ -123,34 +144,49 @@ def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None)
     }
 
 
-def _update_conversation() -> Any:
+def _update_conversation(row: Callable[[str], ColumnElement[Any]]) -> Any:
+    """The update of a written conversation, its values taken from ``row`` (see
+    ``storage.dialect.update_each``)."""
     c = conversations.c
-    release = bindparam("b_release", type_=Boolean())
+    release = row("b_release")
     return (
         conversations.update()
-        .where(c.id == bindparam("b_id"))
+        .where(c.id == row("b_id"))
         .values(
-            status=bindparam("b_status"),
-            revision=bindparam("b_revision"),
-            scored_at=bindparam("b_scored_at"),
-            expectation_id=bindparam("b_expectation_id"),
-            expectation_version=bindparam("b_expectation_version"),
-            first_user_message=bindparam("b_first_user_message"),
-            error=bindparam("b_error"),
-            unmatched_reason=bindparam("b_unmatched_reason"),
-            warning=bindparam("b_warning"),
+            status=row("b_status"),
+            revision=row("b_revision"),
+            scored_at=row("b_scored_at"),
+            expectation_id=row("b_expectation_id"),
+            expectation_version=row("b_expectation_version"),
+            first_user_message=row("b_first_user_message"),
+            error=row("b_error"),
+            unmatched_reason=row("b_unmatched_reason"),
+            warning=row("b_warning"),
             claimed_by=case((release, null()), else_=c.claimed_by),
             claimed_until=case((release, null()), else_=c.claimed_until),
             # A span that arrived while we scored keeps the conversation pending.
             needs_scoring=case(
-                (release, c.last_span_received_ns != bindparam("b_seen")),
+                (release, c.last_span_received_ns != row("b_seen")),
                 else_=c.needs_scoring,
             ),
         )
     )
 
 
-_UPDATE_CONVERSATION = _update_conversation()
+_ROW_TYPES: dict[str, TypeEngine[Any]] = {
+    "b_id": Text(),
+    "b_status": Text(),
+    "b_revision": Integer(),
+    "b_scored_at": UtcDateTime(),
+    "b_expectation_id": Text(),
+    "b_expectation_version": Integer(),
+    "b_first_user_message": Text(),
+    "b_error": Text(),
+    "b_unmatched_reason": Text(),
+    "b_warning": Text(),
+    "b_seen": BigInteger(),
+    "b_release": Boolean(),
+}
 
 
 # Built once (building costs more than running it): the previous revision is no longer current.

@@ -22,7 +22,8 @@ from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, tru
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolscore.storage.dialect import in_ids, skip_locked_in
+from toolscore.storage.dialect import skip_locked_in
+from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 
@@ -137,20 +138,20 @@ def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[st
     """
     counts: dict[str, int] = {}
     for chunk in _chunks(list(conversation_ids)):
-        rows = conn.execute(_counts(conn.dialect), {"ids": chunk})
-        counts.update({conv: int(n) for conv, n in rows})
+        for conv, n in conn.execute(_counts(conn.dialect), {"ids": chunk}):
+            if n:
+                counts[conv] = counts.get(conv, 0) + int(n)
     return counts
 
 
 @cache
 def _counts(dialect: Dialect) -> Any:
+    """(conversation, spans of one of its traces), a row per trace: counted trace by trace
+    (a correlated count, one index lookup per trace; a join would let the planner pick a hash
+    join over every stored span)."""
     ct = conversation_traces.c
-    return (
-        select(ct.conversation_id, func.count())
-        .select_from(conversation_traces.join(spans_table, spans_table.c.trace_id == ct.trace_id))
-        .where(in_ids(dialect, ct.conversation_id))
-        .group_by(ct.conversation_id)
-    )
+    spans = select(func.count()).where(spans_table.c.trace_id == ct.trace_id).scalar_subquery()
+    return each_id(dialect, select(ct.conversation_id, spans), ct.conversation_id)
 
 
 def renew_leases(

@@ -23,11 +23,11 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
 from toolscore.storage.dialect import (
-    in_ids,
     insert_ignore_duplicates,
     insert_tuples_ignore_duplicates,
     json_text,
 )
+from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.span_decode import (
     SPAN_READ_COLUMNS,
@@ -297,13 +297,13 @@ def _spans_of(dialect: Dialect) -> Any:
         json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
         for name in SPAN_READ_COLUMNS
     ]
-    where = in_ids(dialect, spans_table.c.trace_id)
-    return select(*columns, spans_table.c.received_at_ns).where(where)
+    query = select(*columns, spans_table.c.received_at_ns)
+    return each_id(dialect, query, spans_table.c.trace_id)
 
 
 @cache
 def _logs_of(dialect: Dialect) -> Any:
-    return select(log_records_table).where(in_ids(dialect, log_records_table.c.trace_id))
+    return each_id(dialect, select(log_records_table), log_records_table.c.trace_id)
 
 
 def load_spans(

@@ -40,7 +40,7 @@ def test_libpq_parameters_carry_every_deadline_and_the_url_wins() -> None:
     assert (args["keepalives_interval"], args["keepalives_count"]) == (5, 3)
     assert args["tcp_user_timeout"] == 20_000
     assert args["options"] == (
-        "-c statement_timeout=15000 -c lock_timeout=2500 "
+        "-c jit=off -c statement_timeout=15000 -c lock_timeout=2500 "
         "-c idle_in_transaction_session_timeout=60000"
     )
     mine = make_url("postgresql+psycopg://u@h/db?connect_timeout=30&options=-c%20lock_timeout%3D9")

@@ -102,6 +102,8 @@ def test_retention_never_walks_the_scored_history(engine: Engine) -> None:
 def test_a_revision_supersedes_only_its_conversations_rows(engine: Engine) -> None:
     expect(engine, ExpectationData(id="weather", reference_tool_calls=fixture_spans()[1]))
     conv_id = store(engine, fixture_spans("weather")[0])
+    # the first revision has nothing to supersede (no statement for it): the second has
+    score_conversation(engine, conv_id, default_config(), now=NOW)
 
     plans = _plans(engine, lambda eng: score_conversation(eng, conv_id, default_config(), now=NOW))
     supersede = _find(plans, "UPDATE evaluations SET is_current")
