@@ -25,21 +25,21 @@ import contextlib
 import dataclasses
 import gc
 import logging
-import os
 import signal
-import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolscore.collector.checkpoints import CheckpointMetrics, WalCheckpointer
 from toolscore.collector.decode import DecodeLimits
 from toolscore.collector.failure import Failure, UsageError
 from toolscore.collector.ingest import IngestConfig, IngestHook
+from toolscore.collector.listeners import grpc_receiver, http_receiver, start_grpc, start_http
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
 from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
-from toolscore.collector.settings import CONFIG, Listen, Settings
+from toolscore.collector.settings import CONFIG, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
 from toolscore.collector.watchdog import Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
@@ -90,6 +90,9 @@ class AppContext:
     scoring_config: Any | None  # scorer.ScoringConfig when --config was given, else None
     # Emitted after evaluation rows were committed by this process (the pipeline's rounds).
     evaluations_written: Signal = field(default_factory=Signal)
+    # The server checkpoints SQLite's write-ahead log itself (collector.checkpoints): processes
+    # it starts open their engines with autocheckpoint off.
+    server_checkpoints: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,21 +115,6 @@ SUMMARY_PARTS: Mapping[str, str] = {
     "retention": "spans kept forever",
     "write-back": "write-back off",
 }
-
-
-def _check_free(listen: Listen, name: str) -> None:
-    """Bind ``listen`` once ourselves: grpc's own failure is a C-level log line and a vague
-    RuntimeError, and it shares ports (SO_REUSEPORT) with another server already on it."""
-    if listen.port == 0:
-        return
-    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((listen.host, listen.port))
-        except OSError as exc:
-            why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-            raise OSError(f"{name} on {listen}: {why}") from exc
 
 
 def _key_attributes(extensions: Sequence[Extension]) -> tuple[str, ...]:
@@ -167,8 +155,6 @@ class App:
         return self._engine
 
     async def start(self) -> None:
-        from toolscore.collector.receiver.grpc_server import GrpcReceiver
-        from toolscore.collector.receiver.http_server import HttpReceiver
         from toolscore.storage.database import open_database
         from toolscore.storage.engine import redact, url_with_deadlines
         from toolscore.storage.migrate import upgrade
@@ -182,11 +168,16 @@ class App:
                 raise StartupError(f"cannot migrate database {redact(s.db_url)}: {exc}") from exc
         deadlines = _deadlines(s)
         self._engine = open_database(
-            s.db_url, deadlines=deadlines, on_abandon=self.metrics.db_calls_abandoned.inc
+            s.db_url,
+            deadlines=deadlines,
+            on_abandon=self.metrics.db_calls_abandoned.inc,
+            autocheckpoint=False,  # WalCheckpointer below, off the commit path
         )
         # extensions that connect on their own (scoring processes) get the same deadlines
         ext_settings = dataclasses.replace(s, db_url=url_with_deadlines(s.db_url, deadlines))
-        ctx = AppContext(ext_settings, self._engine, self.metrics, scoring_config)
+        ctx = AppContext(
+            ext_settings, self._engine, self.metrics, scoring_config, server_checkpoints=True
+        )
         extensions = [factory(ctx) for factory in self._extension_factories]
         self._summary = {k: v for ext in extensions for k, v in ext.summary.items()}
         hooks = [h for ext in extensions for h in ext.hooks]
@@ -197,6 +188,9 @@ class App:
             metrics=self.metrics,
         )
         await self._writer.start()
+        checkpoints = WalCheckpointer(self._engine, CheckpointMetrics(self.metrics.registry))
+        await checkpoints.start()
+        self._components.append(checkpoints)  # stopped last: after every writer
         for component in (c for ext in extensions for c in ext.components):
             await component.start()
             self._components.append(component)
@@ -212,33 +206,8 @@ class App:
             max_concurrent_requests=s.max_concurrent_requests,
             retry_after_s=s.retry_after_s,
         )
-        tls = (s.tls_cert, s.tls_key) if s.tls_cert and s.tls_key else None
         try:
-            if s.grpc is not None:
-                self._grpc = GrpcReceiver(
-                    core, self.metrics, s.grpc, s.max_request_bytes, tls, s.retry_after_s
-                )
-                _check_free(s.grpc, "OTLP/gRPC")
-                try:
-                    self.grpc_port = await self._grpc.start()
-                except RuntimeError as exc:  # grpc says "Failed to bind to address ..."
-                    raise OSError(f"OTLP/gRPC on {s.grpc}: address in use or unavailable") from exc
-            if s.http is not None:
-                self._http = HttpReceiver(
-                    core,
-                    self.metrics,
-                    s.http,
-                    s.max_request_bytes,
-                    tls,
-                    health=self._healthy,
-                    shutdown_grace_s=s.shutdown_grace_s,
-                    retry_after_s=s.retry_after_s,
-                )
-                try:
-                    self.http_port = await self._http.start()
-                except OSError as exc:
-                    why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-                    raise OSError(f"OTLP/HTTP on {s.http}: {why}") from exc
+            await self._listen(core)
         except OSError as exc:
             await self.stop()
             raise StartupError(f"cannot listen: {exc}") from exc
@@ -246,6 +215,15 @@ class App:
         await self._watchdog.start()
         text, fields = self.describe()
         log.info("%s", text, extra=fields)
+
+    async def _listen(self, core: OtlpCore) -> None:
+        s = self.settings
+        if s.grpc is not None:
+            self._grpc = grpc_receiver(core, self.metrics, s, s.grpc)
+            self.grpc_port = await start_grpc(self._grpc, s.grpc)
+        if s.http is not None:
+            self._http = http_receiver(core, self.metrics, s, s.http, self._healthy)
+            self.http_port = await start_http(self._http, s.http)
 
     def _make_watchdog(self) -> Watchdog:
         from toolscore.storage.health import ping

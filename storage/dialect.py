@@ -347,6 +347,16 @@ def release_free_pages(conn: Connection, pages: int) -> int:
     return before - after
 
 
+def checkpoint_wal(conn: Connection) -> tuple[int, int] | None:
+    """SQLite: copy what the write-ahead log holds into the database file without waiting for or
+    blocking readers and writers (a PASSIVE checkpoint); (pages in the log, pages copied so
+    far), equal once it is all copied. PostgreSQL checkpoints on its own: None."""
+    if conn.dialect.name != "sqlite":
+        return None
+    _busy, log, copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+    return max(0, int(log)), max(0, int(copied))  # -1 when the file is not in WAL mode
+
+
 def can_partition(conn: Connection) -> bool:
     """Whether the database partitions tables (PostgreSQL; storage/partitions.py)."""
     return conn.dialect.name == "postgresql"

@@ -108,7 +108,7 @@ def redact(url: str | URL) -> str:
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
-def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
+def _sqlite_pragmas(busy_timeout_ms: int, autocheckpoint: bool) -> Callable[[Any, Any], None]:
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
         try:
@@ -118,6 +118,8 @@ def _sqlite_pragmas(busy_timeout_ms: int) -> Callable[[Any, Any], None]:
             # Without a limit the WAL file keeps the size of its largest burst forever.
             cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             cursor.execute("PRAGMA foreign_keys=ON")
+            if not autocheckpoint:  # the owner checkpoints (storage.dialect.checkpoint_wal)
+                cursor.execute("PRAGMA wal_autocheckpoint=0")
         finally:
             cursor.close()
 
@@ -178,6 +180,7 @@ def create_engine(
     deadlines: Deadlines | None = None,
     on_abandon: Callable[[], None] | None = None,
     must_exist: bool = False,
+    autocheckpoint: bool = True,
     **kwargs: Any,
 ) -> Engine:
     """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service.
@@ -185,7 +188,9 @@ def create_engine(
     ``deadlines`` (default: :class:`Deadlines` ``()``, transport deadlines only) bound every
     call; ``on_abandon`` is called (in the deadline thread) for each call abandoned after
     ``deadlines.call_s``. ``must_exist`` (read-only commands): a SQLite file that does not exist
-    raises :class:`DatabaseMissingError` instead of being created empty.
+    raises :class:`DatabaseMissingError` instead of being created empty. ``autocheckpoint``
+    False (SQLite): commits never copy the write-ahead log into the file; the caller runs
+    :func:`~toolscore.storage.dialect.checkpoint_wal` itself, off the commit path.
     """
     parsed = normalize_url(url)
     if must_exist:
@@ -196,7 +201,7 @@ def create_engine(
     if parsed.get_backend_name() == "sqlite":
         busy_ms = SQLITE_BUSY_TIMEOUT_MS if deadlines.lock_s is None else _ms(deadlines.lock_s)
         engine = sqlalchemy.create_engine(parsed, **kwargs)
-        event.listen(engine, "connect", _sqlite_pragmas(busy_ms))
+        event.listen(engine, "connect", _sqlite_pragmas(busy_ms, autocheckpoint))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     connect_args = postgres_connect_args(deadlines, parsed)

@@ -31,6 +31,7 @@ class ScoringProcess:
     control_calls: ControlCalls = DEFAULT_CONTROL
     log_level: str = "INFO"  # the child logs like the server (a spawned process starts bare)
     log_format: str = "text"
+    autocheckpoint: bool = True  # False: the server checkpoints SQLite's log (checkpoints.py)
 
 
 _child_runner: RoundRunner | None = None
@@ -59,7 +60,7 @@ def _child_init(
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
     _child_runner = RoundRunner(
-        open_database(spec.db_url),
+        open_database(spec.db_url, autocheckpoint=spec.autocheckpoint),
         config,
         timing=timing,
         batch_size=batch_size,

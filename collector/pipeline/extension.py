@@ -62,6 +62,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 options.control_calls,
                 log_level=ctx.settings.log_level,
                 log_format=ctx.settings.log_format,
+                autocheckpoint=not ctx.server_checkpoints,
             )
         written = ctx.evaluations_written
 

@@ -89,3 +89,36 @@ def test_port_in_use_is_a_startup_error(sqlite_url: str) -> None:
 
         with pytest.raises(StartupError, match="cannot listen"):
             asyncio.run(main())
+
+
+def test_the_server_checkpoints_its_sqlite_log_itself_off_the_commit_path(
+    sqlite_url: str,
+) -> None:
+    from toolscore.collector.pipeline.extension import pipeline_extension
+    from toolscore.collector.pipeline.options import PipelineOptions
+
+    found: dict[str, object] = {}
+
+    async def main() -> None:
+        options = PipelineOptions(separate_process=True, scoring_processes=1)
+        app = App(_settings(sqlite_url), [pipeline_extension(options)])
+        await app.start()
+        with app.engine.connect() as conn:
+            found["autocheckpoint"] = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+        workers = app._components[1:]
+        found["children"] = {w._process.autocheckpoint for w in workers}  # type: ignore[attr-defined]
+        assert app._writer is not None
+        spans = [SpanRecord(f"{i:032x}", "cd" * 8, None, "s", 1, 1, 2) for i in range(2000)]
+        await app._writer.submit(spans)
+        registry = app.metrics.registry
+        for _ in range(50):  # one checkpoint a second
+            await asyncio.sleep(0.1)
+            if registry.get_sample_value("toolscore_sqlite_checkpointed_pages_total"):
+                break
+        found["pages"] = registry.get_sample_value("toolscore_sqlite_checkpointed_pages_total")
+        await app.stop()
+
+    asyncio.run(main())
+    assert found["autocheckpoint"] == 0  # commits never copy the log into the file
+    assert found["children"] == {False}  # nor do the scoring processes'
+    assert isinstance(found["pages"], float) and found["pages"] > 0
