@@ -1,0 +1,64 @@
+"""PostgreSQL plans of the scoring round's reads: index lookups, also on tables never analysed.
+
+With autovacuum off (or not yet run: a table just filled or truncated) PostgreSQL has no
+statistics, and ``trace_id = ANY(:ids)`` is estimated at the whole table: a sequential scan of
+every stored span in every round. The reads go id by id (``storage.dialect_rows.each_id``), which
+must stay index lookups whatever the planner knows; and connections run without JIT, which an
+over-estimated plan would otherwise compile at every execution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, text
+
+from toolscore.storage import conversations, leases, migrate, telemetry
+from toolscore.storage.engine import create_engine
+
+
+@pytest.fixture
+def engine(postgres_url: str) -> Iterator[Engine]:
+    migrate.upgrade(postgres_url)
+    eng = create_engine(postgres_url)
+    with eng.begin() as conn:  # 2,000 traces of 10 spans, never analysed
+        conn.exec_driver_sql(
+            "INSERT INTO spans SELECT 't' || (g / 10), 's' || g, NULL, 'n', 0, g, g, 0, '', "
+            "'{}', '{}', '', '', '[]', '[]', g FROM generate_series(0, 19999) g"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO conversation_traces SELECT 't' || g, 'c' || g "
+            "FROM generate_series(0, 1999) g"
+        )
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+def _plan(conn: Connection, stmt: Any, ids: list[str]) -> str:
+    compiled = stmt.compile(dialect=conn.dialect)
+    rows = conn.exec_driver_sql(f"EXPLAIN {compiled}", {"ids": ids}).scalars()
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize(
+    ("build", "ids"),
+    [
+        (telemetry._spans_of, [f"t{i}" for i in range(0, 2000, 10)]),
+        (leases._counts, [f"c{i}" for i in range(0, 2000, 10)]),
+        (conversations._traces, [f"c{i}" for i in range(0, 2000, 10)]),
+    ],
+)
+def test_round_reads_look_rows_up_by_index(engine: Engine, build: Any, ids: list[str]) -> None:
+    with engine.connect() as conn:
+        plan = _plan(conn, build(conn.dialect), ids)
+    assert "Seq Scan on spans" not in plan, plan
+    assert "Seq Scan on conversation_traces" not in plan, plan
+
+
+def test_connections_run_without_jit(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert conn.execute(text("SHOW jit")).scalar_one() == "off"
