@@ -173,7 +173,7 @@ class RetentionComponent:
                 result.tool_calls,
                 describe(history_s),
                 time.monotonic() - started,
-                _size_note(result),
+                size_note(result),
             )
         return result
 
@@ -199,7 +199,7 @@ class RetentionComponent:
                 result.conversations,
                 describe(self._retention_s),
                 time.monotonic() - started,
-                _size_note(result),
+                size_note(result),
             )
         return result
 
@@ -212,12 +212,14 @@ def describe(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def _size_note(result: PruneResult | HistoryResult) -> str:
+def size_note(result: PruneResult | HistoryResult) -> str:
+    """``"; database 1.3 MiB -> 0.5 MiB (0.2 MiB free inside the file for reuse)"`` when the
+    database could say (SQLite), else ``""``: the server's log line and ``toolscore prune``."""
     if result.bytes_after is None or result.bytes_before is None:
         return ""
     note = f"; database {_mib(result.bytes_before)} -> {_mib(result.bytes_after)}"
     if result.free_after:
-        note += f" ({_mib(result.free_after)} free for reuse)"
+        note += f" ({_mib(result.free_after)} free inside the file for reuse)"
     return note
 
 
@@ -270,14 +272,22 @@ OPTIONS: tuple[Option, ...] = (
 def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> RetentionOptions:
     """Flags > environment > defaults; raises ConfigError naming the flag and variable."""
     options = RetentionOptions(**resolve(OPTIONS, args, environ))
-    spans, history = options.retention_s, options.history_s
-    if history is not None and spans is not None and history < spans:
-        raise ConfigError(
-            f"{OPTIONS[1].names()}: {describe(history)} is shorter than "
-            f"{OPTIONS[0].names()} ({describe(spans)}): the history retention must be at least "
-            "the span retention"
-        )
+    names = (OPTIONS[0].names(), OPTIONS[1].names())
+    if problem := history_too_short(options.retention_s, options.history_s, *names):
+        raise ConfigError(problem)
     return options
+
+
+def history_too_short(
+    spans_s: float | None, history_s: float | None, spans_flag: str, history_flag: str
+) -> str | None:
+    """What is wrong when the history would be deleted before the spans (serve, prune)."""
+    if history_s is None or spans_s is None or history_s >= spans_s:
+        return None
+    return (
+        f"{history_flag}: {describe(history_s)} is shorter than {spans_flag} "
+        f"({describe(spans_s)}): the history retention must be at least the span retention"
+    )
 
 
 def summary(options: RetentionOptions) -> str:

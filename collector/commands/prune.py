@@ -96,17 +96,14 @@ def _duration(flag: str, value: str | None) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscore.collector.retention import cutoff_for, describe
+    from toolscore.collector.retention import cutoff_for, history_too_short
 
     if args.spans_older_than is None and args.history_older_than is None:
         raise UsageError("give --spans-older-than or --history-older-than (or both)")
     spans = _duration("--spans-older-than", args.spans_older_than)
     history = _duration("--history-older-than", args.history_older_than)
-    if spans is not None and history is not None and history < spans:
-        raise UsageError(
-            f"--history-older-than {describe(history)} is shorter than --spans-older-than "
-            f"{describe(spans)}: the history retention must be at least the span retention"
-        )
+    if problem := history_too_short(spans, history, "--spans-older-than", "--history-older-than"):
+        raise UsageError(problem)
     if spans is None and history is None:
         return 0
     engine = open_database(args, "conversations")
@@ -125,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
+    from toolscore.collector.retention import size_note
     from toolscore.storage.pruning import prune
     from toolscore.storage.retention import plan, supported
 
@@ -149,12 +147,13 @@ def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
         f"deleted {result.spans} spans and {result.log_records} log records of "
         f"{result.conversations} conversations (last span received before {before})"
     )
-    line += _storage_change(result)
+    line += size_note(result)
     print(line)
     return 0
 
 
 def _prune_history(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
+    from toolscore.collector.retention import size_note
     from toolscore.storage.history_pruning import prune_history
     from toolscore.storage.history_retention import plan
     from toolscore.storage.rollup import supported
@@ -182,24 +181,10 @@ def _prune_history(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
         f"records) whose last span was received before {before}; their scores stay in the "
         "daily rollup"
     )
-    line += _storage_change(result)
+    line += size_note(result)
     print(line)
     return 0
 
 
 def _when(cutoff_ns: int) -> str:
     return dt.datetime.fromtimestamp(cutoff_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
-
-
-def _storage_change(result: Any) -> str:
-    """ "; storage 1.2 GiB -> 0.9 GiB, ..." when the database could say (SQLite), else ""."""
-    if result.bytes_before is None or result.bytes_after is None:
-        return ""
-    text = f"; storage {_size(result.bytes_before)} -> {_size(result.bytes_after)}"
-    if result.free_after:
-        text += f", {_size(result.free_after)} free inside the file for reuse"
-    return text

@@ -114,6 +114,6 @@ def test_prune_history_shorter_than_spans_or_nothing_is_a_usage_error(
     given = ["prune", "--db", sqlite_url]
     assert main([*given, "--spans-older-than", "7d", "--history-older-than", "1d"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--history-older-than 1d is shorter" in err, err
+    assert err.count("\n") == 1 and "--history-older-than: 1d is shorter" in err, err
     assert main(given) == 2
     assert "--history-older-than" in capsys.readouterr().err
