@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,3 +155,30 @@ def test_postgresql_has_nothing_to_checkpoint(postgres_url: str) -> None:
     finally:
         eng.dispose()
     assert _value(registry, "toolscore_sqlite_checkpointed_pages_total") == 0
+
+
+def test_a_checkpoint_a_reader_held_back_is_tried_again_at_once(
+    engine: Engine, db_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    _write(engine, 5)
+    behind: list[float | None] = []
+
+    async def scenario() -> None:
+        checkpointer = WalCheckpointer(engine, CheckpointMetrics(registry), interval_s=1.0)
+        reader = sqlite3.connect(db_path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM blobs").fetchall()  # a snapshot the log must keep
+        await asyncio.to_thread(_write, engine, 100)
+        await checkpointer.start()
+        await asyncio.sleep(1.3)  # the first try (at 1 s), stopped short by the reader
+        behind.append(registry.get_sample_value("toolscore_sqlite_wal_pages"))
+        reader.execute("ROLLBACK")
+        reader.close()
+        await asyncio.sleep(0.3)  # before the next turn (at 2 s): only a retry copies it
+        behind.append(registry.get_sample_value("toolscore_sqlite_wal_pages"))
+        await checkpointer.stop()
+
+    asyncio.run(scenario())
+    assert behind[0] is not None and behind[0] > 300  # the reader held the checkpoint back
+    assert behind[1] == 0
