@@ -27,6 +27,10 @@ DEFAULT_INTERVAL_S = 1.0
 # checkpoint on every commit did, or the log grows by gigabytes under steady reads (a 30-minute
 # soak at 5,000 spans/s with one try a second reached 3.3 GiB).
 RETRY_S = 0.05
+# Past this many pages (64 MiB of 4 KiB pages) the log is emptied with a TRUNCATE checkpoint,
+# which holds writers back for as long as readers on older snapshots take to finish (ms here):
+# retries alone still let the log reach hundreds of MiB under steady reads.
+TRUNCATE_PAGES = 16_384
 
 
 class CheckpointMetrics:
@@ -44,6 +48,11 @@ class CheckpointMetrics:
             "last checkpoint.",
             registry=registry,  # type: ignore[arg-type]
         )
+        self.truncations = Counter(
+            "toolscore_sqlite_wal_truncations",
+            "Checkpoints that emptied SQLite's write-ahead log because it had grown past 64 MiB.",
+            registry=registry,  # type: ignore[arg-type]
+        )
         self.failures = Counter(
             "toolscore_sqlite_failed_checkpoints",
             "Checkpoints that failed (retried at the next interval; the log has the error).",
@@ -55,9 +64,14 @@ class WalCheckpointer:
     """A ``Component`` of serve: a PASSIVE checkpoint of ``engine`` every ``interval_s``."""
 
     def __init__(
-        self, engine: Engine, metrics: CheckpointMetrics, interval_s: float = DEFAULT_INTERVAL_S
+        self,
+        engine: Engine,
+        metrics: CheckpointMetrics,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        truncate_pages: int = TRUNCATE_PAGES,
     ) -> None:
         self._engine = engine
+        self._truncate_pages = truncate_pages
         self._metrics = metrics
         self._interval_s = interval_s
         self._copied = 0  # pages of the current log already counted
@@ -96,11 +110,21 @@ class WalCheckpointer:
         """One checkpoint: (pages in the log, pages copied), None when not SQLite."""
         with self._engine.connect() as conn:
             result = checkpoint_wal(conn)
-        if result is None:
-            return None
-        pages, copied = result
+            if result is None:
+                return None
+            self._count(*result)
+            if result[0] > self._truncate_pages:
+                emptied = checkpoint_wal(conn, truncate=True)
+                assert emptied is not None
+                self._metrics.truncations.inc()
+                self._metrics.pages.inc(result[0] - result[1])  # the rest, copied now
+                self._copied = 0
+                self._metrics.behind.set(0)
+                return emptied
+        return result
+
+    def _count(self, pages: int, copied: int) -> None:
         # The log restarts from page 0 once a checkpoint copied all of it: counts start again.
         self._metrics.pages.inc(copied - self._copied if copied >= self._copied else copied)
         self._copied = copied
         self._metrics.behind.set(pages - copied)
-        return result

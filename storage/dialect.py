@@ -347,13 +347,16 @@ def release_free_pages(conn: Connection, pages: int) -> int:
     return before - after
 
 
-def checkpoint_wal(conn: Connection) -> tuple[int, int] | None:
+def checkpoint_wal(conn: Connection, *, truncate: bool = False) -> tuple[int, int] | None:
     """SQLite: copy what the write-ahead log holds into the database file without waiting for or
     blocking readers and writers (a PASSIVE checkpoint); (pages in the log, pages copied so
-    far), equal once it is all copied. PostgreSQL checkpoints on its own: None."""
+    far), equal once it is all copied. ``truncate``: wait for readers on older snapshots, holding
+    new writers back meanwhile, then copy everything and empty the log file. PostgreSQL
+    checkpoints on its own: None."""
     if conn.dialect.name != "sqlite":
         return None
-    _busy, log, copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+    mode = "TRUNCATE" if truncate else "PASSIVE"
+    _busy, log, copied = conn.exec_driver_sql(f"PRAGMA wal_checkpoint({mode})").one()
     return max(0, int(log)), max(0, int(copied))  # -1 when the file is not in WAL mode
 
 

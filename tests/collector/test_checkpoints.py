@@ -182,3 +182,21 @@ def test_a_checkpoint_a_reader_held_back_is_tried_again_at_once(
     asyncio.run(scenario())
     assert behind[0] is not None and behind[0] > 300  # the reader held the checkpoint back
     assert behind[1] == 0
+
+
+def test_a_log_past_the_limit_is_emptied_once_readers_are_done(
+    engine: Engine, db_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    checkpointer = WalCheckpointer(engine, CheckpointMetrics(registry), truncate_pages=1_000)
+    _write(engine, 100)  # ~400 pages: under the limit, only copied
+    checkpointer.run_once()
+    assert _wal_pages(db_path) > 300
+    assert _value(registry, "toolscore_sqlite_wal_truncations_total") == 0
+    _write(engine)  # ~2,400 pages more
+    checkpointer.run_once()
+    assert _wal_pages(db_path) == 0  # the file itself is emptied
+    assert _value(registry, "toolscore_sqlite_wal_truncations_total") == 1
+    assert _value(registry, "toolscore_sqlite_wal_pages") == 0
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT COUNT(*) FROM blobs")).scalar_one() == 100 + ROWS
