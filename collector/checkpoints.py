@@ -116,6 +116,8 @@ class WalCheckpointer:
             if result[0] > self._truncate_pages:
                 emptied = checkpoint_wal(conn, truncate=True)
                 assert emptied is not None
+                if emptied[0] > 0:  # readers did not finish within 0.2 s: next time
+                    return result
                 self._metrics.truncations.inc()
                 self._metrics.pages.inc(result[0] - result[1])  # the rest, copied now
                 self._copied = 0

@@ -355,8 +355,16 @@ def checkpoint_wal(conn: Connection, *, truncate: bool = False) -> tuple[int, in
     checkpoints on its own: None."""
     if conn.dialect.name != "sqlite":
         return None
-    mode = "TRUNCATE" if truncate else "PASSIVE"
-    _busy, log, copied = conn.exec_driver_sql(f"PRAGMA wal_checkpoint({mode})").one()
+    if not truncate:
+        _busy, log, copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+        return max(0, int(log)), max(0, int(copied))  # -1 when the file is not in WAL mode
+    # Writers wait while it waits for readers: give up after 0.2 s (a long report) and retry.
+    was = conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one()
+    conn.exec_driver_sql("PRAGMA busy_timeout=200")
+    try:
+        _busy, log, copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(was)}")
     return max(0, int(log)), max(0, int(copied))  # -1 when the file is not in WAL mode
 
 

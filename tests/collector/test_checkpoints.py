@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +201,25 @@ def test_a_log_past_the_limit_is_emptied_once_readers_are_done(
     assert _value(registry, "toolscore_sqlite_wal_pages") == 0
     with engine.connect() as conn:
         assert conn.execute(text("SELECT COUNT(*) FROM blobs")).scalar_one() == 100 + ROWS
+
+
+def test_a_long_reader_holds_writers_back_for_a_fifth_of_a_second_at_most(
+    engine: Engine, db_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    checkpointer = WalCheckpointer(engine, CheckpointMetrics(registry), truncate_pages=100)
+    _write(engine, 5)
+    reader = sqlite3.connect(db_path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM blobs").fetchall()  # a long report, say
+    _write(engine, 100)
+    started = time.monotonic()
+    result = checkpointer.run_once()
+    assert time.monotonic() - started < 1.0
+    assert result is not None and result[0] > 100  # not emptied: the reader still needs it
+    assert _value(registry, "toolscore_sqlite_wal_truncations_total") == 0
+    reader.execute("ROLLBACK")
+    reader.close()
+    checkpointer.run_once()
+    assert _value(registry, "toolscore_sqlite_wal_truncations_total") == 1
+    assert _wal_pages(db_path) == 0
