@@ -5,17 +5,19 @@ default), the benchmark grows one database to N stored spans, then runs a real `
 serve`` (scoring on, default settings, ``--settle 1``) on it under a fixed offered load from a
 separate process (7-span GenAI agent traces, 73 per OTLP/HTTP request, as ``bench_pipeline.py``)
 and, right after, the same on a fresh database: the fresh run is the peer, measured in the same
-minute on the same machine. Reported per size: stored spans/s, p99 request latency, scoring
-latency p99 (a conversation's last span to its evaluation rows) and the server's and its
-scoring processes' peak RSS, with the grown/fresh ratios.
+minute on the same machine. Reported per size: stored spans/s, scoring latency p99 (a
+conversation's last span to its evaluation rows), CPU per unit of work and the server's and its
+scoring processes' peak RSS (medians of the runs, the median of the pairs' ratios); and the
+request latency pooled: every request of every run on a side, their p99 and median, the ratio
+and a 90 % bootstrap interval of the p99 ratio (``growth_stats.py``).
 
 The stored data is grown quickly with bulk inserts, not through the server: a real scored
 conversation is made once (through the server), and its rows in every table (spans,
 conversations, conversation_traces, evaluations, tool_calls) are copied with new ids, spread
 over the past days, so the indexes and the tables the server reads grow as in production.
 
-    .venv/bin/python benchmarks/bench_growth.py --sizes 0,1000000,5000000 --rate 3000 \\
-        --duration 20 --postgres postgresql+psycopg://postgres@127.0.0.1:55432/postgres
+    cd benchmarks && python bench_growth.py --sizes 0,5000000,20000000 --rate 2000 \\
+        --duration 45 --pairs 3 --postgres postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 
 from bench_pipeline import _latencies, _prepare
 from growth_data import TABLES, Databases, grow, raw_rows
+from growth_stats import Pooled, pooled
 from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
 from pipeline_load import payloads as _payloads
 from sqlalchemy import select
@@ -188,7 +191,10 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
-def measure(url: str, rate: float, duration: float, retention: str) -> dict[str, float]:
+def measure(
+    url: str, rate: float, duration: float, retention: str
+) -> tuple[dict[str, float], list[float]]:
+    """One run: its figures, and every request's latency (seconds)."""
     prefix = f"m{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, _Serve(url, retention) as server:
@@ -204,7 +210,7 @@ def measure(url: str, rate: float, duration: float, retention: str) -> dict[str,
         rss, child_rss = server.rss_mb()
         cpu1, child_cpu1 = server.cpu_s()
     stored = len(sent["latencies"]) * SPANS_PER_TRACE * TRACES_PER_REQUEST
-    return {
+    figures = {
         "spans_per_s": stored / sent["seconds"],
         # CPU per unit of work: what a loaded machine changes least
         "server_us_per_span": 1e6 * (cpu1 - cpu0) / max(1, stored),
@@ -216,6 +222,7 @@ def measure(url: str, rate: float, duration: float, retention: str) -> dict[str,
         "rss_mb": rss,
         "child_rss_mb": child_rss,
     }
+    return figures, list(sent["latencies"])
 
 
 # --- databases ----------------------------------------------------------------------------------
@@ -223,7 +230,6 @@ def measure(url: str, rate: float, duration: float, retention: str) -> dict[str,
 
 METRICS = (  # (key, heading, format)
     ("spans_per_s", "stored spans/s", "{:,.0f}"),
-    ("request_p99_ms", "request p99 ms", "{:,.0f}"),
     ("scoring_p99_s", "scoring p99 s", "{:.2f}"),
     ("server_us_per_span", "server CPU us/span", "{:.1f}"),
     ("scoring_ms_per_conv", "scoring CPU ms/conv", "{:.3f}"),
@@ -234,16 +240,20 @@ METRICS = (  # (key, heading, format)
 
 def measure_pairs(
     grown: str, dbs: Databases, args: argparse.Namespace
-) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[str, float], dict[str, float], Pooled]:
     """``args.pairs`` grown/fresh pairs, alternating which runs first (the order effect then
-    cancels); medians of each side and the median of the per-pair ratios."""
+    cancels); medians of each side, the median of the per-pair ratios, and the request
+    latencies of every run pooled per side."""
     sides: dict[str, list[dict[str, float]]] = {"grown": [], "fresh": []}
+    requests: dict[str, list[float]] = {"grown": [], "fresh": []}
     for i in range(args.pairs):
         fresh = dbs.new("fresh")
         _prepare(fresh)
         order = [("grown", grown), ("fresh", fresh)]
         for side, url in order if i % 2 == 0 else order[::-1]:
-            sides[side].append(measure(url, args.rate, args.duration, args.span_retention))
+            figures, latencies = measure(url, args.rate, args.duration, args.span_retention)
+            sides[side].append(figures)
+            requests[side] += latencies
         dbs.drop(fresh)
     g, f = sides["grown"], sides["fresh"]
     med = {
@@ -256,11 +266,27 @@ def measure_pairs(
         )
         for k in g[0]
     }
-    return med["grown"], med["fresh"], ratios
+    return med["grown"], med["fresh"], ratios, pooled(requests["grown"], requests["fresh"])
 
 
-def _row(size: int, g: dict[str, float], f: dict[str, float], r: dict[str, float]) -> str:
-    cells = [f"{size:>12,}"]
+POOLED_HEADINGS = (
+    "requests pooled grown / fresh",
+    "pooled request p99 ms grown / fresh (ratio, 90 % interval)",
+    "pooled request median ms grown / fresh (ratio)",
+)
+
+
+def _row(
+    size: int, g: dict[str, float], f: dict[str, float], r: dict[str, float], p: Pooled
+) -> str:
+    cells = [f"{size:>12,}", f"{p.grown_n} / {p.fresh_n}"]
+    cells.append(
+        f"{1000 * p.grown_p99:,.0f} / {1000 * p.fresh_p99:,.0f} "
+        f"({p.p99_ratio:.2f}x, {p.p99_low:.2f}-{p.p99_high:.2f})"
+    )
+    cells.append(
+        f"{1000 * p.grown_median:,.1f} / {1000 * p.fresh_median:,.1f} ({p.median_ratio:.2f}x)"
+    )
     for key, _, fmt in METRICS:
         cells.append(f"{fmt.format(g[key])} / {fmt.format(f[key])} ({r[key]:.2f}x)")
     if not g["scored"] == f["scored"] == 1:
@@ -276,10 +302,12 @@ def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
         _prepare(grown)
         print(
             f"\n{kind}: {args.rate:g} spans/s offered for {args.duration:g} s per measurement, "
-            f"{args.pairs} grown/fresh pairs per size (alternating order): medians, and the "
-            "median of the pairs' ratios"
+            f"{args.pairs} grown/fresh pairs per size (alternating order): request latency "
+            "pooled over every run of a side; the rest medians, and the median of the pairs' "
+            "ratios"
         )
-        rows = [" | ".join(["stored spans", *(f"{h} grown / fresh" for _, h, _ in METRICS)])]
+        heads = [*POOLED_HEADINGS, *(f"{h} grown / fresh" for _, h, _ in METRICS)]
+        rows = [" | ".join(["stored spans", *heads])]
         for size in args.sizes:
             took = grow(grown, template, size)
             if size:
