@@ -158,6 +158,31 @@ def test_postgresql_has_nothing_to_checkpoint(postgres_url: str) -> None:
     assert _value(registry, "toolscore_sqlite_checkpointed_pages_total") == 0
 
 
+def test_on_postgresql_the_loop_ends_after_its_first_answer(postgres_url: str) -> None:
+    registry = CollectorRegistry()
+    eng = create_engine(postgres_url, autocheckpoint=False)
+    checkpointer = WalCheckpointer(eng, CheckpointMetrics(registry), interval_s=0.01)
+    done: list[bool] = []
+
+    async def scenario() -> None:
+        await checkpointer.start()
+        task = checkpointer._task
+        assert task is not None
+        for _ in range(200):  # ended on its own, without stop()
+            if task.done():
+                break
+            await asyncio.sleep(0.01)
+        done.append(task.done())
+        await checkpointer.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        eng.dispose()
+    assert done == [True]
+    assert _value(registry, "toolscore_sqlite_failed_checkpoints_total") == 0
+
+
 def test_a_checkpoint_a_reader_held_back_is_tried_again_at_once(
     engine: Engine, db_path: Path
 ) -> None:
