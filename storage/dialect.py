@@ -33,6 +33,13 @@ def backend_name(url: str) -> str:
     return str(normalize_url(url).get_backend_name())
 
 
+def scoring_round_size(backend: str) -> int:
+    """Most conversations one scoring round claims: 500 on PostgreSQL, where each round's
+    statements and commits cost about 10 ms of CPU whatever its size; 200 on SQLite, where a
+    round's write holds the one write lock ingest waits for (docs/benchmarks.md)."""
+    return 500 if backend == "postgresql" else 200
+
+
 def one_writer(conn: Connection) -> bool:
     """SQLite: one write transaction at a time, so what a transaction read stays current and no
     row locks are needed."""

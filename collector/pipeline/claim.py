@@ -44,6 +44,7 @@ class Timing:
 
 DEFAULT_BIG_SPANS = 5_000
 DEFAULT_MAX_SPANS = 500_000
+DEFAULT_ROUND_SPANS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +54,16 @@ class SizeLimits:
     More than ``big_spans`` spans: scored on its own, beside the rounds (which then go on
     scoring the others), its lease renewed while it is read and scored. More than ``max_spans``:
     not loaded at all (memory grows with the spans loaded); status ``error`` with the reason.
+    A round scores its other conversations in parts of at most ``round_spans`` spans.
     """
 
     big_spans: int = DEFAULT_BIG_SPANS
     max_spans: int = DEFAULT_MAX_SPANS
+    # Most spans a round loads and scores at once: a round's conversations are scored in parts.
+    round_spans: int = DEFAULT_ROUND_SPANS
 
     def __post_init__(self) -> None:
-        if self.big_spans < 1 or self.max_spans < 1:
+        if self.big_spans < 1 or self.max_spans < 1 or self.round_spans < 1:
             raise ValueError(f"invalid conversation size limits {self!r}: must be >= 1")
 
 

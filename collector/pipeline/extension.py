@@ -15,7 +15,7 @@ from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.options import PipelineOptions, processes_for
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import ScoringConfig, default_config
-from toolscore.storage.dialect import backend_name
+from toolscore.storage.dialect import backend_name, scoring_round_size
 from toolscore.storage.pipeline import STATUS_UNMATCHED
 
 
@@ -75,12 +75,14 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
 
         backend = backend_name(ctx.settings.db_url)
         processes = processes_for(options, backend, os.cpu_count())
+        round_size = scoring_round_size(backend)
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [
             PipelineWorker(
                 ctx.engine,
                 config,
                 timing=timing,
+                batch_size=round_size,
                 observer=observe,
                 process=process,
                 control_calls=options.control_calls,

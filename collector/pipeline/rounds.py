@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
@@ -74,6 +74,36 @@ class PipelineStats:
                     self.errors += 1
             self.latency_s.extend(result.latencies)
             del self.latency_s[:-10_000]
+
+
+def within_budget(
+    claimed: Sequence[Claimed], counts: Mapping[str, int], budget: int
+) -> list[list[Claimed]]:
+    """``claimed`` in order, cut into parts of at most ``budget`` spans (a conversation bigger
+    than the budget alone in its part): a round's memory is one part's spans, not the round's."""
+    parts: list[list[Claimed]] = []
+    spans = 0
+    for c in claimed:
+        n = counts.get(c.conversation_id, 0)
+        if not parts or spans + n > budget:
+            parts.append([])
+            spans = 0
+        parts[-1].append(c)
+        spans += n
+    return parts
+
+
+def _joined(parts: Sequence[RoundResult]) -> RoundResult:
+    if not parts:
+        return RoundResult(0, None)
+    return RoundResult(
+        sum(p.claimed for p in parts),
+        None,
+        tuple(s for p in parts for s in p.statuses),
+        tuple(s for p in parts for s in p.latencies),
+        ids=tuple(s for p in parts for s in p.ids),
+        reasons=tuple(s for p in parts for s in p.reasons),
+    )
 
 
 def default_worker_id() -> str:
@@ -134,8 +164,12 @@ class RoundRunner:
                 counts[c.conversation_id],
             )
         now_done = [c for c in claimed if c not in big]
-        result = self._score(now_done, refuse)
-        return dataclasses.replace(result, claimed=len(claimed), big=tuple(big))
+        loaded = {c: n for c, n in counts.items() if c not in refuse}  # refused: never loaded
+        parts = [
+            self._score(part, refuse)
+            for part in within_budget(now_done, loaded, self.limits.round_spans)
+        ]
+        return dataclasses.replace(_joined(parts), claimed=len(claimed), big=tuple(big))
 
     def score_big(self, claimed: Claimed) -> RoundResult:
         """Score one conversation left aside by :meth:`run_once` (its caller renews the lease)."""
