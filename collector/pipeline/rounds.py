@@ -32,6 +32,7 @@ from toolscore.collector.pipeline.claim import (
 from toolscore.collector.pipeline.score import compute, write
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.database import Database
+from toolscore.storage.engine import take_write_lock
 from toolscore.storage.leases import renew_leases, span_counts
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,7 @@ class RoundRunner:
     def run_once(self) -> RoundResult:
         now_ns = self._clock_ns()
         with self.engine.begin() as conn:
+            take_write_lock(conn)
             claimed = claim_ready(
                 conn,
                 worker_id=self.worker_id,
@@ -197,6 +199,7 @@ class RoundRunner:
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
         with self.engine.begin() as conn:
+            take_write_lock(conn)
             outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
         done_ns = self._clock_ns()
         return RoundResult(
