@@ -290,9 +290,8 @@ def main() -> None:
         print(
             f"{name} median: ingest {ingest:.0f} spans/s = {ingest / peer:.2f}x receiver-only "
             f"({peer:.0f}); {med(with_pipeline, 'scored_per_s'):.0f} conversations scored/s; "
-            f"latency p50 {med(with_pipeline, 'p50'):.2f} s, p99 {p99:.2f} s"
-            f"; target (all scored, p99 <= {args.settle + 1:g} s, ingest >= 0.95x): {verdict}; "
-            f"server CPU "
+            f"latency p50 {med(with_pipeline, 'p50'):.2f} s, p99 {p99:.2f} s; target (all "
+            f"scored, p99 <= {args.settle + 1:g} s, ingest >= 0.95x): {verdict}; server CPU "
             f"{med(with_pipeline, 'server_cpu_us_per_span'):.0f} us/span (receiver only "
             f"{med(receiver_only, 'server_cpu_us_per_span'):.0f}); scoring CPU "
             f"{med(with_pipeline, 'scoring_cpu_ms_per_conv'):.2f} ms/conversation"
