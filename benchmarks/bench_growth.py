@@ -297,9 +297,10 @@ def _row(
 def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
     dbs = Databases(kind, args.postgres, workdir)
     try:
-        grown = dbs.new("grown")
+        grown = args.grown or dbs.new("grown")
         template = _template(dbs.new("template"))
-        _prepare(grown)
+        if not args.grown:  # a given database keeps its rows (and its expectation)
+            _prepare(grown)
         print(
             f"\n{kind}: {args.rate:g} spans/s offered for {args.duration:g} s per measurement, "
             f"{args.pairs} grown/fresh pairs per size (alternating order): request latency "
@@ -311,7 +312,9 @@ def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
         for size in args.sizes:
             took = grow(grown, template, size)
             if size:
-                print(f"  grown to {size:,} spans in {took:.0f} s", flush=True)
+                print(f"  grown to {size:,} spans in {took:.0f} s: {grown}", flush=True)
+            if not args.pairs:  # grow only (with --keep, for later --grown runs)
+                continue
             rows.append(_row(size, *measure_pairs(grown, dbs, args)))
             print(f"  {rows[-1]}  (load average {os.getloadavg()[0]:.1f})", flush=True)
         print("\n".join(["", f"{kind}:", *rows]))
@@ -325,11 +328,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,1000000,5000000", help="stored spans, ascending")
     parser.add_argument("--rate", type=float, default=3_000, help="offered spans per second")
     parser.add_argument("--duration", type=float, default=20, help="seconds of load")
-    parser.add_argument("--pairs", type=int, default=3, help="grown/fresh pairs per size")
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="grown/fresh pairs per size (0: grow only)"
+    )
     parser.add_argument("--postgres", metavar="URL", help="an admin URL: databases are made")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--keep", action="store_true", help="keep the databases made")
+    parser.add_argument(
+        "--grown",
+        metavar="URL",
+        help="grow and measure this database (kept) instead of a new one: an earlier --keep run's",
+    )
     parser.add_argument(
         "--span-retention",
         default="forever",
@@ -338,6 +348,8 @@ def main() -> None:
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     kinds = ([] if args.no_sqlite else ["sqlite"]) + (["postgresql"] if args.postgres else [])
+    if args.grown:
+        kinds = ["postgresql" if args.grown.startswith("postgresql") else "sqlite"]
     for kind in kinds:
         run_kind(kind, args, args.workdir)
 
