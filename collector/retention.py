@@ -113,6 +113,7 @@ class RetentionComponent:
         self._stop = threading.Event()
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._behind = False  # the last pass left eligible conversations for the next
 
     async def start(self) -> None:
         self._wake = asyncio.Event()
@@ -132,8 +133,9 @@ class RetentionComponent:
                 first = False
                 with contextlib.suppress(Exception):
                     await asyncio.to_thread(self._partitions_ahead)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval_s)
+            if not self._behind:  # a pass that stopped at its cap goes on at once
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._interval_s)
             if self._stop.is_set():
                 return
             try:
@@ -154,8 +156,19 @@ class RetentionComponent:
         """One pass: span retention, then history retention; the span pass's result."""
         self._partitions_ahead()
         result = self._spans() if self._retention_s is not None else None
+        history = None
         if self._history_s is not None and not self._stop.is_set():
-            self._history(self._history_s)
+            history = self._history(self._history_s)
+        cap = self._limits.marks_per_pass
+        behind = any(r is not None and r.conversations >= cap for r in (result, history))
+        if behind != self._behind:
+            log.info(
+                "retention: %s",
+                f"more than {cap} conversations eligible: passes run back to back"
+                if behind
+                else f"caught up: a pass every {self._interval_s:g} s",
+            )
+        self._behind = behind
         return result
 
     def _history(self, history_s: float) -> HistoryResult:
