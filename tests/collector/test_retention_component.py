@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -18,21 +17,12 @@ from tests.collector.test_retention import (  # the store and scoring helpers, n
     score_all,
     store,
 )
+from tests.collector.test_retention import (  # the fixture, on SQLite and PostgreSQL
+    engine as engine,
+)
 from toolscore.collector.retention import RetentionComponent, RetentionMetrics
-from toolscore.storage.engine import create_engine
-from toolscore.storage.migrate import upgrade
 from toolscore.storage.pipeline import conversations
 from toolscore.storage.pruning import PruneLimits
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    upgrade(db_url)
-    eng = create_engine(db_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
 
 
 def _pruned(engine: Engine) -> int:
