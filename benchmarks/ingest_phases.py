@@ -6,11 +6,12 @@ new assignments, upserting the conversations, committing. ``--other-commits`` ru
 process that commits a one-row write every 50 ms, as the scoring processes do, so whatever
 another process's commit costs this connection (on SQLite, its page cache) is in the figures.
 ``--cache-mib`` sets this connection's SQLite page cache; ``--warm`` first reads the
-random-keyed indexes the ingest path writes into it. Reported: medians over the second half of
-the requests (the first half warms up).
+random-keyed indexes the ingest path writes into it; ``--evict`` first drops the file from the
+page cache (what this VM's reclaimer does to pages idle for a minute). Reported: medians over
+the second half of the requests (the first half warms up).
 
     cd benchmarks && python ingest_phases.py --db sqlite:////work/growthdata/grown.db \\
-        --requests 300 [--other-commits] [--cache-mib 1024 --warm]
+        --requests 300 [--other-commits] [--cache-mib 1024 --warm] [--evict]
 
 It writes the requests' rows into the database given (and a table ``xp_tick`` with
 ``--other-commits``): use a copy or a benchmark's database.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import time
 import uuid
@@ -44,6 +46,18 @@ WARM = (  # the random-keyed indexes every ingest request writes
     "WHERE conversation_id > ''",
     "SELECT count(*) FROM conversations INDEXED BY sqlite_autoindex_conversations_1 WHERE id > ''",
 )
+
+
+def _evict(url: str) -> None:
+    """Drop a SQLite file (and its log) from the page cache: clean pages go at once."""
+    path = url.split(":///", 1)[1]
+    for name in (path, path + "-wal"):
+        if os.path.exists(name):
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def _other(url: str, stop: Any) -> None:
@@ -89,6 +103,7 @@ def main() -> None:
     parser.add_argument("--other-commits", action="store_true")
     parser.add_argument("--cache-mib", type=int, help="SQLite page cache of this connection")
     parser.add_argument("--warm", action="store_true", help="read the indexes first (SQLite)")
+    parser.add_argument("--evict", action="store_true", help="drop the file from the page cache")
     args = parser.parse_args()
     engine = create_engine(args.db)
     if args.cache_mib:
@@ -106,6 +121,8 @@ def main() -> None:
         with engine.connect() as conn:
             for query in WARM:
                 conn.exec_driver_sql(query)
+    if args.evict:
+        _evict(args.db)
     stop = mp.Event()
     other = mp.Process(target=_other, args=(args.db, stop)) if args.other_commits else None
     if other is not None:
