@@ -30,6 +30,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pipeline_load import payloads
 from sqlalchemy import event
+from sqlalchemy.engine import make_url
 
 from toolscore.collector.decode import decode_traces
 from toolscore.collector.pipeline.assign import AssignConfig, _summarise
@@ -50,7 +51,10 @@ WARM = (  # the random-keyed indexes every ingest request writes
 
 def _evict(url: str) -> None:
     """Drop a SQLite file (and its log) from the page cache: clean pages go at once."""
-    path = url.split(":///", 1)[1]
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        raise SystemExit("--evict: only a SQLite file can be dropped from the page cache")
+    path = parsed.database
     for name in (path, path + "-wal"):
         if os.path.exists(name):
             fd = os.open(name, os.O_RDONLY)
