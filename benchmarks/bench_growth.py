@@ -63,6 +63,7 @@ def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
             select(conversations.c.last_trace_id).where(conversations.c.id == conv)
         ).scalar_one()
         where = {
+            "traces": f"trace_id = '{trace}'",
             "spans": f"trace_id = '{trace}'",
             "conversations": f"id = '{conv}'",
             "conversation_traces": f"trace_id = '{trace}'",

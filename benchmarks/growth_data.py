@@ -16,8 +16,10 @@ from sqlalchemy.engine import make_url
 from toolscore.storage.engine import create_engine
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
 from toolscore.storage.telemetry import spans_table
+from toolscore.storage.traces import traces_table
 
-TABLES = (spans_table, conversations, conversation_traces, evaluations, tool_calls)
+TABLES = (traces_table, spans_table, conversations, conversation_traces, evaluations, tool_calls)
+SEQ_COLUMNS = frozenset({"seq", "trace_seq"})  # the trace's number: the next ones, in order
 CHUNK = 2_000  # conversations per growth transaction
 DAY_NS = 86_400 * 10**9
 
@@ -42,12 +44,15 @@ def raw_rows(conn: Any, table: Any, where: str) -> tuple[list[str], list[list[An
     return columns, lines
 
 
-def _clone(template: dict[str, Any], n: int, age_ns: int) -> dict[str, list[list[Any]]]:
-    """Rows of ``n`` new conversations like the template (new ids), ``age_ns`` older."""
+def _clone(
+    template: dict[str, Any], n: int, age_ns: int, first_seq: int
+) -> dict[str, list[list[Any]]]:
+    """Rows of ``n`` new conversations like the template (new ids, trace numbers from
+    ``first_seq`` on), ``age_ns`` older."""
     conv, trace = template["_ids"][0]
     span_ids = [r[template["spans"][0].index("span_id")] for r in template["spans"][1]]
     out: dict[str, list[list[Any]]] = {t.name: [] for t in TABLES}
-    for _ in range(n):
+    for i in range(n):
         new = {trace: uuid.uuid4().hex, **{s: uuid.uuid4().hex[:16] for s in span_ids}}
         new_conv = f"g-{uuid.uuid4().hex[:16]}"
         for table in TABLES:
@@ -55,7 +60,9 @@ def _clone(template: dict[str, Any], n: int, age_ns: int) -> dict[str, list[list
             for row in rows:
                 out[table.name].append(
                     [
-                        _fix(c, v, new, conv, new_conv, age_ns)
+                        type(v)(first_seq + i)
+                        if c in SEQ_COLUMNS
+                        else _fix(c, v, new, conv, new_conv, age_ns)
                         for c, v in zip(columns, row, strict=True)
                     ]
                 )
@@ -93,12 +100,14 @@ def grow(url: str, template: dict[str, Any], target_spans: int) -> float:
     started = time.monotonic()
     with engine.connect() as conn:
         have = int(conn.execute(select(func.count()).select_from(spans_table)).scalar_one())
+        seq = int(conn.execute(select(func.coalesce(func.max(traces_table.c.seq), 0))).scalar_one())
     missing = max(0, target_spans - have) // SPANS_PER_TRACE
     done = 0
     while done < missing:
         n = min(CHUNK, missing - done)
         age = DAY_NS * (1 + 30 * (missing - done) // max(1, missing))  # older first, 1-31 days
-        batch = _clone(template, n, age)
+        batch = _clone(template, n, age, seq + 1)
+        seq += n
         with engine.begin() as conn:
             for table in TABLES:
                 _insert(conn, table, template[table.name][0], batch[table.name])
@@ -107,6 +116,10 @@ def grow(url: str, template: dict[str, Any], target_spans: int) -> float:
             print(f"    grown {done * SPANS_PER_TRACE:,} spans", flush=True)
     if engine.dialect.name == "postgresql":
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            # numbers given here, not by the sequence: live traffic's come after them
+            conn.execute(
+                text("SELECT setval(pg_get_serial_sequence('traces', 'seq'), :n)"), {"n": seq}
+            )
             conn.execute(text("VACUUM ANALYZE"))  # as autovacuum would have by then
     engine.dispose()
     return time.monotonic() - started

@@ -39,8 +39,9 @@ from toolscore.storage.engine import create_engine
 from toolscore.storage.telemetry import span_values, store_telemetry
 
 PHASES = ("rows", "spans", "read", "insert", "upsert", "commit", "total")
-WARM = (  # the random-keyed indexes every ingest request writes
-    "SELECT count(*) FROM spans INDEXED BY sqlite_autoindex_spans_1 WHERE trace_id > ''",
+WARM = (  # the indexes every ingest request writes
+    "SELECT count(*) FROM spans INDEXED BY sqlite_autoindex_spans_1 WHERE trace_seq > 0",
+    "SELECT count(*) FROM traces INDEXED BY sqlite_autoindex_traces_1 WHERE trace_id > ''",
     "SELECT count(*) FROM conversation_traces INDEXED BY sqlite_autoindex_conversation_traces_1 "
     "WHERE trace_id > ''",
     "SELECT count(*) FROM conversation_traces INDEXED BY ix_conversation_traces_conversation_id "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, func, literal_column, select, true
+from sqlalchemy import Connection, Select, Table, bindparam, func, literal_column, select, true
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
@@ -78,3 +78,31 @@ def update_each(
         conn.execute(stmt, {name: [row[name] for row in rows] for name in types})
     else:
         conn.execute(stmt, list(rows))
+
+
+def insert_new_ids(
+    conn: Connection, table: Table, column: str, ids: Sequence[str], returning: str
+) -> list[tuple[Any, Any]]:
+    """``INSERT INTO table (column)`` each of ``ids`` in their order, skipping those already
+    there; returns ``(column, returning)`` of the rows inserted. PostgreSQL one statement over
+    an array (a COPY would fail on the first id already stored), SQLite one per 500 ids."""
+    head = f"INSERT INTO {table.name} ({column}) "
+    tail = f" ON CONFLICT DO NOTHING RETURNING {column}, {returning}"
+    if conn.dialect.name == "postgresql":
+        sql = head + "SELECT unnest(CAST(%(ids)s AS text[]))" + tail
+        return [(r[0], r[1]) for r in conn.exec_driver_sql(sql, {"ids": list(ids)})]
+    out: list[tuple[Any, Any]] = []
+    for start in range(0, len(ids), 500):
+        chunk = tuple(ids[start : start + 500])
+        sql = head + "VALUES " + ", ".join(["(?)"] * len(chunk)) + tail
+        out.extend((r[0], r[1]) for r in conn.exec_driver_sql(sql, chunk))
+    return out
+
+
+def key_share_in(dialect: Dialect, query: Select[Any]) -> Select[Any]:
+    """``query`` holding the rows it returns until the transaction ends against deletion and
+    key changes, not against other readers or updates (PostgreSQL ``FOR KEY SHARE``). SQLite:
+    ``query`` (its one write lock, taken by a write earlier in the transaction, does it)."""
+    if dialect.name == "postgresql":
+        return query.with_for_update(read=True, key_share=True)
+    return query

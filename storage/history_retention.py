@@ -44,7 +44,9 @@ from toolscore.storage.pipeline import (
 )
 from toolscore.storage.rescore import rescore_run_items
 from toolscore.storage.rollup import roll_up
+from toolscore.storage.telemetry import spans_table
 from toolscore.storage.tool_rollup import roll_up_tools
+from toolscore.storage.traces import traces_table
 
 _CHUNK = 500
 FINISHED = (STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
@@ -111,7 +113,22 @@ def _lock_traces(conn: Connection, ids: Sequence[str]) -> set[str]:
             )
         ).scalars()
     )
-    return {str(conv) for trace, conv in every if trace not in locked}
+    # the traces' numbers too: ingest holds a number while it stores spans under it
+    t = traces_table.c
+    numbered = [trace for trace, _ in every]
+    ours = select(t.trace_id).where(t.trace_id.in_(numbered)).order_by(t.trace_id)
+    lockable = set(conn.execute(skip_locked(conn, ours)).scalars())
+    held = set(conn.execute(ours).scalars()) - lockable
+    return {str(conv) for trace, conv in every if trace not in locked or trace in held}
+
+
+def _delete_numbers(conn: Connection, chosen: Sequence[str]) -> None:
+    """Delete the numbers of the conversations' traces that no span is stored under any more
+    (their spans were deleted by span retention; see storage/traces.py)."""
+    ct, t, s = conversation_traces.c, traces_table.c, spans_table.c
+    theirs = select(ct.trace_id).where(ct.conversation_id.in_(list(chosen)))
+    spanless = ~select(s.trace_seq).where(s.trace_seq == t.seq).exists()
+    conn.execute(traces_table.delete().where(t.trace_id.in_(theirs), spanless))
 
 
 def _pending_exports(conn: Connection, ids: Sequence[str]) -> set[str]:
@@ -161,6 +178,7 @@ def delete_conversations(conn: Connection, ids: Sequence[str], cutoff_ns: int) -
     n_evals = conn.execute(evaluations.delete().where(e.conversation_id.in_(chosen))).rowcount
     n_calls = conn.execute(tool_calls.delete().where(t.conversation_id.in_(chosen))).rowcount
     conn.execute(rescore_run_items.delete().where(rescore_run_items.c.conversation_id.in_(chosen)))
+    _delete_numbers(conn, chosen)
     conn.execute(
         conversation_traces.delete().where(conversation_traces.c.conversation_id.in_(chosen))
     )

@@ -26,6 +26,7 @@ from toolscore.storage.dialect import skip_locked_in
 from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
+from toolscore.storage.traces import traces_table
 
 _CHUNK = 500
 
@@ -149,8 +150,13 @@ def _counts(dialect: Dialect) -> Any:
     """(conversation, spans of one of its traces), a row per trace: counted trace by trace
     (a correlated count, one index lookup per trace; a join would let the planner pick a hash
     join over every stored span)."""
-    ct = conversation_traces.c
-    spans = select(func.count()).where(spans_table.c.trace_id == ct.trace_id).scalar_subquery()
+    ct, t = conversation_traces.c, traces_table.c
+    spans = (
+        select(func.count())
+        .select_from(traces_table.join(spans_table, spans_table.c.trace_seq == t.seq))
+        .where(t.trace_id == ct.trace_id)
+        .scalar_subquery()
+    )
     return each_id(dialect, select(ct.conversation_id, spans), ct.conversation_id)
 
 

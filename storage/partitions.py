@@ -5,7 +5,7 @@ Migration 0008 makes both tables ``PARTITION BY RANGE``: ``spans`` on ``start_ns
 with a DEFAULT partition for times outside the partitions created. The key is the span's own
 time, not its arrival: a primary key or unique index of a partitioned table must contain the
 partition key, and only a value that a resent span carries again keeps resends out
-(``pk_spans (trace_id, span_id, start_ns)``, ``uq_log_records_record_hash (record_hash,
+(``pk_spans (trace_seq, span_id, start_ns)``, ``uq_log_records_record_hash (record_hash,
 time_ns)``; the hash covers the time). Spans with absurd times land in the DEFAULT partition,
 whose rows retention deletes one by one like SQLite's.
 

@@ -45,6 +45,7 @@ from toolscore.storage.pipeline import (
     tool_calls,
 )
 from toolscore.storage.telemetry import log_records_table, spans_table
+from toolscore.storage.traces import trace_numbers
 
 _IN_CHUNK = 500  # ids per IN list
 
@@ -178,12 +179,15 @@ def delete_spans(conn: Connection, trace_ids: Sequence[str], through_ns: int, li
     """Delete up to ``limit`` spans of ``trace_ids`` received up to ``through_ns``; returns how
     many (0: none left). One batch: the caller commits between batches."""
     s = spans_table.c
+    numbers = list(trace_numbers(conn, trace_ids).values())
+    if not numbers:
+        return 0
     batch = (
-        select(s.trace_id, s.span_id)
-        .where(s.trace_id.in_(list(trace_ids)), s.received_at_ns <= through_ns)
+        select(s.trace_seq, s.span_id)
+        .where(s.trace_seq.in_(numbers), s.received_at_ns <= through_ns)
         .limit(limit)
     )
-    result = conn.execute(spans_table.delete().where(tuple_(s.trace_id, s.span_id).in_(batch)))
+    result = conn.execute(spans_table.delete().where(tuple_(s.trace_seq, s.span_id).in_(batch)))
     return int(result.rowcount or 0)
 
 
@@ -239,11 +243,12 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Plan:
         traces = [t for ts in _traces_of(conn, [r.id for r in rows]).values() for t in ts]
         through = max(r.last_span_received_ns for r in rows)
         for chunk in _chunks(traces):
+            numbers = list(trace_numbers(conn, chunk).values())
             spans += int(
                 conn.execute(
                     select(func.count())
                     .select_from(spans_table)
-                    .where(s.trace_id.in_(list(chunk)), s.received_at_ns <= through)
+                    .where(s.trace_seq.in_(numbers), s.received_at_ns <= through)
                 ).scalar_one()
             )
             logs += int(

@@ -12,6 +12,7 @@ from toolscore.storage import rescore as rescore
 from toolscore.storage import rollup as rollup
 from toolscore.storage import telemetry as telemetry
 from toolscore.storage import tool_rollup as tool_rollup
+from toolscore.storage import traces as traces
 from toolscore.storage.base import Base
 
 metadata = Base.metadata
@@ -26,4 +27,5 @@ __all__ = [
     "rollup",
     "telemetry",
     "tool_rollup",
+    "traces",
 ]

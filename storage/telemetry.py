@@ -17,7 +17,16 @@ from functools import cache
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Index, Integer, String, Table, Text, select
+from sqlalchemy import (
+    Connection,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    select,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -35,13 +44,15 @@ from toolscore.storage.span_decode import (
     decode_spans,
     from_json_value,
 )
+from toolscore.storage.traces import number_traces, traces_table
 
 
 class Span(Base):
     __tablename__ = "spans"
 
-    trace_id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    span_id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    # the key is (trace_seq, span_id): storage/traces.py says why
+    trace_id: Mapped[str] = mapped_column(String(32), nullable=False)
+    span_id: Mapped[str] = mapped_column(String(16), nullable=False)
     parent_span_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
     name: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -56,6 +67,9 @@ class Span(Base):
     events: Mapped[Any] = mapped_column(JsonType, nullable=False)
     links: Mapped[Any] = mapped_column(JsonType, nullable=False)
     received_at_ns: Mapped[int] = mapped_column(Int64, nullable=False)
+    trace_seq: Mapped[int] = mapped_column(Int64, nullable=False)
+
+    __table_args__ = (PrimaryKeyConstraint("trace_seq", "span_id", name="pk_spans"),)
 
 
 class LogRecord(Base):
@@ -165,6 +179,7 @@ SPAN_COLUMNS: tuple[str, ...] = (
     "status_code", "status_message", "attributes", "resource_attributes", "scope_name",
     "scope_version", "events", "links", "received_at_ns",
 )  # fmt: skip
+KEYED_SPAN_COLUMNS = (*SPAN_COLUMNS, "trace_seq")  # what store_telemetry inserts
 SPAN_JSON_COLUMNS = frozenset({"attributes", "resource_attributes", "events", "links"})
 
 
@@ -249,13 +264,23 @@ def store_telemetry(
     conn: Connection, span_rows: Sequence[tuple[Any, ...]], log_rows: Sequence[Mapping[str, Any]]
 ) -> None:
     """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
-    stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL)."""
-    # No conflict target: on partitioned PostgreSQL tables the unique keys also hold the
-    # partition key (storage/partitions.py); each table has one unique key besides log ids.
-    insert_tuples_ignore_duplicates(
-        conn, spans_table, SPAN_COLUMNS, span_rows, (), SPAN_JSON_COLUMNS
-    )
+    stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL). The spans'
+    traces are numbered first (storage/traces.py), under locks held until the caller commits."""
+    if span_rows:
+        numbers = number_traces(conn, {row[0] for row in span_rows})
+        keyed = [(*row, numbers[row[0]]) for row in span_rows]
+        # No conflict target: on partitioned PostgreSQL tables the unique keys also hold the
+        # partition key (storage/partitions.py); each table has one unique key besides log ids.
+        insert_tuples_ignore_duplicates(
+            conn, spans_table, KEYED_SPAN_COLUMNS, keyed, (), SPAN_JSON_COLUMNS
+        )
     insert_ignore_duplicates(conn, log_records_table, log_rows)
+
+
+def store_spans(conn: Connection, spans: Sequence[SpanRecord], received_at_ns: int) -> None:
+    """Store ``spans`` as ingest does (tests and tools that write spans directly)."""
+    cache: dict[int, str] = {}
+    store_telemetry(conn, [span_values(s, received_at_ns, cache) for s in spans], ())
 
 
 def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:
@@ -297,8 +322,11 @@ def _spans_of(dialect: Dialect) -> Any:
         json_text(spans_table.c[name]) if name in SPAN_JSON_COLUMNS else spans_table.c[name]
         for name in SPAN_READ_COLUMNS
     ]
-    query = select(*columns, spans_table.c.received_at_ns)
-    return each_id(dialect, query, spans_table.c.trace_id)
+    t = traces_table.c
+    query = select(*columns, spans_table.c.received_at_ns).select_from(
+        traces_table.join(spans_table, spans_table.c.trace_seq == t.seq)
+    )
+    return each_id(dialect, query, t.trace_id)
 
 
 @cache

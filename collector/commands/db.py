@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any
 
@@ -32,11 +33,24 @@ def _upgrade(args: argparse.Namespace) -> int:
     from toolscore.storage.migrate import current_revision, upgrade
 
     url = database_url(args)
-    with database_errors(url):
-        upgrade(url, args.revision)
-        rev = current_revision(url)
+    progress, handler = logging.getLogger("toolscore.migrate"), _progress_handler()
+    progress.addHandler(handler)
+    progress.setLevel(logging.INFO)
+    try:
+        with database_errors(url):
+            upgrade(url, args.revision)
+            rev = current_revision(url)
+    finally:
+        progress.removeHandler(handler)
     print(f"database {redact(url)} is at revision {rev}")
     return 0
+
+
+def _progress_handler() -> logging.Handler:
+    """A long migration's steps (``toolscore.migrate`` INFO lines) on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("toolscore db upgrade: %(message)s"))
+    return handler
 
 
 def _current(args: argparse.Namespace) -> int:

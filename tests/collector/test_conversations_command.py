@@ -25,7 +25,7 @@ from toolscore.storage import migrate
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData, import_expectations
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import span_row, spans_table
+from toolscore.storage.telemetry import store_spans
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TRACE = "ab" * 16
@@ -246,7 +246,7 @@ def filled_db(db_url: str) -> str:
         conn.execute(
             insert(conversation_traces), [{"trace_id": TRACE, "conversation_id": "conv-scored"}]
         )
-        conn.execute(insert(spans_table), [span_row(s, 1) for s in _spans()])
+        store_spans(conn, _spans(), 1)
     engine.dispose()
     return db_url
 

@@ -36,3 +36,22 @@ def test_unreachable_database_hides_the_password(capsys: pytest.CaptureFixture[s
     assert main(["db", "upgrade", "--db", url]) == 1
     err = capsys.readouterr().err
     assert "127.0.0.1:1" in err and "hunter2" not in err
+
+
+def test_a_long_migration_says_what_it_does(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.collector.test_retention import conversation
+    from tests.storage.old_schema import store_unnumbered
+    from toolscore.storage.engine import create_engine
+
+    assert main(["db", "upgrade", "--db", db_url, "--revision", "0013"]) == 0
+    engine = create_engine(db_url)
+    spans, logs = conversation("conv", "a1")
+    store_unnumbered(engine, spans, logs, 1)
+    engine.dispose()
+    capsys.readouterr()
+    assert main(["db", "upgrade", "--db", db_url]) == 0
+    err = capsys.readouterr().err
+    assert "migration 0014: numbering the stored traces: 1 rows" in err, err
+    assert f"giving every span its trace's number: {len(spans)} rows" in err, err

@@ -42,6 +42,7 @@ from toolscore.storage.pipeline import (
 )
 from toolscore.storage.pruning import PruneLimits
 from toolscore.storage.rollup import daily_score_rollup
+from toolscore.storage.traces import traces_table
 
 NAMES = ("old-a", "old-b", "old-c", "old-d", "old-claimed", "new-scored", "old-open", "old-error")
 
@@ -128,6 +129,8 @@ def test_history_retention_deletes_exactly_the_old_finished_conversations(
     assert _ids(engine, evaluations) == kept - {"old-open"}
     assert _ids(engine, tool_calls) == kept - {"old-open"}
     assert stored_traces(engine)[0] == {"a5", "c1", "b1"}
+    numbered = {t.lstrip("0") for t in _ids(engine, traces_table, "trace_id")}
+    assert numbered == {"a2", "a5", "c1", "b1"}, "the deleted conversations' trace numbers go"
     assert _daily(engine) == daily, "daily_scores, tool_scores, tool_argument_scores identical"
     assert _scores(report(engine, capsys)) == reported, "toolscore report's scores identical"
     with engine.connect() as conn:

@@ -14,12 +14,11 @@ import orjson
 import pytest
 from sqlalchemy import Engine, text
 
-from toolscore.storage.dialect import insert_tuples_ignore_duplicates
 from toolscore.storage.engine import create_engine
 from toolscore.storage.faults import data_fault
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.pipeline import conversations
-from toolscore.storage.telemetry import SPAN_COLUMNS, SPAN_JSON_COLUMNS, spans_table
+from toolscore.storage.telemetry import SPAN_COLUMNS, store_telemetry
 
 
 def _engine(url: str) -> Engine:
@@ -39,10 +38,7 @@ def _span_row(start_ns: int) -> tuple[object, ...]:
 
 def _error_of_insert(engine: Engine, start_ns: int) -> BaseException:
     with pytest.raises(Exception) as info, engine.begin() as conn:
-        insert_tuples_ignore_duplicates(
-            conn, spans_table, SPAN_COLUMNS, [_span_row(start_ns)], (),
-            SPAN_JSON_COLUMNS,
-        )  # fmt: skip
+        store_telemetry(conn, [_span_row(start_ns)], ())
     return info.value
 
 

@@ -19,6 +19,7 @@ from tests.collector.test_retention import (
     score_all,
     store,
 )
+from tests.storage.old_schema import store_unnumbered
 from toolscore.storage import partitions as parts
 from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
@@ -54,8 +55,8 @@ def test_an_existing_database_is_converted_and_resends_stay_out(postgres_url: st
     now = time.time_ns()
     recent, _ = conversation("recent", "e1", start_shift_ns=now - 1_767_225_600 * NS)
     absurd, logs = conversation("absurd", "e2", start_shift_ns=-(10**18))  # 1970
-    store(engine, recent, [], now)
-    store(engine, absurd, logs, now)
+    store_unnumbered(engine, recent, [], now)
+    store_unnumbered(engine, absurd, logs, now)
     upgrade(postgres_url)
     with engine.connect() as conn:
         assert parts.partitioned(conn, "spans") and parts.partitioned(conn, "log_records")

@@ -9,6 +9,7 @@ on a migrated database, then explained.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator
 from typing import Any
@@ -125,7 +126,8 @@ def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
     find = _find(plans, "SELECT conversations.last_span_at, conversations.id")
     assert any("ix_conversations_last_span_at" in step for step in find), find
     tables = ("conversations", "conversation_traces", "evaluations", "tool_calls",
-              "rescore_run_items", "evaluation_exports", "spans", "log_records")  # fmt: skip
+              "rescore_run_items", "evaluation_exports", "spans", "log_records",
+              "traces")  # fmt: skip
     walks = {
         stmt: step
         for stmt, plan in plans.items()
@@ -136,3 +138,33 @@ def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
     assert walks == {}, walks
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM conversations").scalar_one() == 0
+
+
+def test_spans_are_read_counted_and_deleted_by_trace_number(engine: Engine) -> None:
+    """Every statement over spans goes trace id -> number (traces' unique index) -> the span
+    key's prefix: none walks the stored spans or the traces."""
+    from toolscore.storage.telemetry import load_spans, store_spans
+
+    spans = fixture_spans("weather")[0]
+    conv_id = store(engine, spans)
+    with engine.begin() as conn:  # a second trace: the lookups must pick theirs out
+        store_spans(conn, [dataclasses.replace(s, trace_id="f" * 32) for s in spans], 10**18)
+    trace_ids = sorted({s.trace_id for s in spans})
+
+    def run(eng: Engine) -> None:
+        with eng.begin() as conn:
+            assert len(load_spans(conn, trace_ids)) == len(spans)
+            assert leases.span_counts(conn, [conv_id]) == {conv_id: len(spans)}
+            retention.plan(conn, 4 * 10**18)
+            store_spans(conn, spans[:1], 10**18)  # a resend: numbered again, then skipped
+            assert retention.delete_spans(conn, trace_ids, 2 * 10**18, 100) == len(spans)
+
+    plans = _plans(engine, run)
+    walks = {
+        stmt: step
+        for stmt, plan in plans.items()
+        for step in plan
+        if any(step == f"SCAN {t}" or step.startswith(f"SCAN {t} ") for t in ("spans", "traces"))
+    }
+    assert walks == {}, walks
+    assert any(s.startswith("DELETE FROM spans") for s in plans), list(plans)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from toolscore.storage import conversations, leases, migrate, telemetry
+from toolscore.storage import conversations, leases, migrate, telemetry, traces
 from toolscore.storage.engine import create_engine
 
 
@@ -25,8 +25,12 @@ def engine(postgres_url: str) -> Iterator[Engine]:
     eng = create_engine(postgres_url)
     with eng.begin() as conn:  # 2,000 traces of 10 spans, never analysed
         conn.exec_driver_sql(
+            "INSERT INTO traces (trace_id) SELECT 't' || g FROM generate_series(0, 1999) g"
+        )
+        conn.exec_driver_sql(
             "INSERT INTO spans SELECT 't' || (g / 10), 's' || g, NULL, 'n', 0, g, g, 0, '', "
-            "'{}', '{}', '', '', '[]', '[]', g FROM generate_series(0, 19999) g"
+            "'{}', '{}', '', '', '[]', '[]', g, t.seq FROM generate_series(0, 19999) g "
+            "JOIN traces t ON t.trace_id = 't' || (g / 10)"
         )
         conn.exec_driver_sql(
             "INSERT INTO conversation_traces SELECT 't' || g, 'c' || g "
@@ -48,6 +52,7 @@ def _plan(conn: Connection, stmt: Any, ids: list[str]) -> str:
     ("build", "ids"),
     [
         (telemetry._spans_of, [f"t{i}" for i in range(0, 2000, 10)]),
+        (traces._held, [f"t{i}" for i in range(0, 2000, 10)]),
         (leases._counts, [f"c{i}" for i in range(0, 2000, 10)]),
         (conversations._traces, [f"c{i}" for i in range(0, 2000, 10)]),
     ],
@@ -56,6 +61,7 @@ def test_round_reads_look_rows_up_by_index(engine: Engine, build: Any, ids: list
     with engine.connect() as conn:
         plan = _plan(conn, build(conn.dialect), ids)
     assert "Seq Scan on spans" not in plan, plan
+    assert "Seq Scan on traces" not in plan, plan
     assert "Seq Scan on conversation_traces" not in plan, plan
 
 

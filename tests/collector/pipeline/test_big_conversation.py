@@ -24,11 +24,10 @@ from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
 from toolscore.collector.pipeline.worker import PipelineWorker, RoundRunner, ScoringProcess
 from toolscore.scorer import default_config
-from toolscore.storage.dialect import insert_ignore_duplicates
 from toolscore.storage.expectations import ExpectationData
 from toolscore.storage.leases import lease_of
 from toolscore.storage.pipeline import conversations, evaluations
-from toolscore.storage.telemetry import span_row, spans_table
+from toolscore.storage.telemetry import store_spans
 
 CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
 REFERENCE = [{"name": n, "args": a} for n, a in CALLS]
@@ -76,7 +75,7 @@ def ingest(engine: Engine, spans: Sequence[SpanRecord], at_ns: int) -> None:
     for i in range(0, len(spans), 3_500):
         chunk = spans[i : i + 3_500]
         with engine.begin() as conn:
-            insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in chunk])
+            store_spans(conn, chunk, at_ns)
             assign_spans(conn, chunk, received_at_ns=at_ns, config=AssignConfig())
 
 

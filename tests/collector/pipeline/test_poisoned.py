@@ -27,11 +27,10 @@ from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing
 from toolscore.collector.pipeline.worker import RoundRunner
 from toolscore.scorer import default_config, parse_sample
-from toolscore.storage.dialect import insert_ignore_duplicates
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import span_row, spans_table
+from toolscore.storage.telemetry import store_spans
 
 REFERENCE = [{"name": "get_weather", "args": {"city": "Paris"}}]
 GOOD_ARGS = '{"city": "Paris"}'
@@ -91,7 +90,7 @@ def conversation_spans(conv_id: str, poison: Poison) -> list[SpanRecord]:
 
 def ingest(engine: Engine, spans: Sequence[SpanRecord], at_ns: int) -> None:
     with engine.begin() as conn:
-        insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in spans])
+        store_spans(conn, spans, at_ns)
         assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig())
 
 

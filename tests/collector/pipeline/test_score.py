@@ -16,10 +16,9 @@ from toolscore.collector.pipeline.claim import NS, Timing
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.scorer import default_config, parse_config, parse_sample
-from toolscore.storage.dialect import insert_ignore_duplicates
 from toolscore.storage.expectations import ExpectationData, import_expectations
 from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import span_row, spans_table
+from toolscore.storage.telemetry import store_spans
 
 NOW = dt.datetime(2026, 11, 30, 6, 0, tzinfo=dt.UTC)
 ASSIGN = AssignConfig()
@@ -40,7 +39,7 @@ def fixture_spans(reference_id: str | None = None) -> tuple[list[SpanRecord], li
 
 def store(engine: Engine, spans: Sequence[SpanRecord], at_ns: int = 10**18) -> str:
     with engine.begin() as conn:
-        insert_ignore_duplicates(conn, spans_table, [span_row(s, at_ns) for s in spans])
+        store_spans(conn, spans, at_ns)
         assign_spans(conn, spans, received_at_ns=at_ns, config=ASSIGN)
     return CONV_ID
 
