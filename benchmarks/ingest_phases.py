@@ -1,7 +1,8 @@
 """Where an ingest transaction's time goes on one database: each phase of the real ingest path
 timed over N requests of the pipeline load (73 7-span traces, 511 spans a request).
 
-Phases: building the span rows, inserting the spans, reading the traces' assignments, inserting
+Phases: building the span rows, numbering their traces (reading or making each trace's
+number), inserting the spans, reading the traces' assignments, inserting
 new assignments, upserting the conversations, committing. ``--other-commits`` runs a second
 process that commits a one-row write every 50 ms, as the scoring processes do, so whatever
 another process's commit costs this connection (on SQLite, its page cache) is in the figures.
@@ -36,9 +37,9 @@ from toolscore.collector.decode import decode_traces
 from toolscore.collector.pipeline.assign import AssignConfig, _summarise
 from toolscore.storage import assignments
 from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import span_values, store_telemetry
+from toolscore.storage.telemetry import insert_keyed_spans, keyed_span_rows, span_values
 
-PHASES = ("rows", "spans", "read", "insert", "upsert", "commit", "total")
+PHASES = ("rows", "numbers", "spans", "read", "insert", "upsert", "commit", "total")
 WARM = (  # the indexes every ingest request writes
     "SELECT count(*) FROM spans INDEXED BY sqlite_autoindex_spans_1 WHERE trace_seq > 0",
     "SELECT count(*) FROM traces INDEXED BY sqlite_autoindex_traces_1 WHERE trace_id > ''",
@@ -83,7 +84,9 @@ def _one(engine: Any, spans: list[Any], config: AssignConfig) -> dict[str, float
     marks.append(time.perf_counter())
     with engine.connect() as conn:
         conn.begin()
-        store_telemetry(conn, rows, [])
+        keyed = keyed_span_rows(conn, rows)
+        marks.append(time.perf_counter())
+        insert_keyed_spans(conn, keyed)
         marks.append(time.perf_counter())
         traces = _summarise(spans, [], config)
         proposed = {t.trace_id: t.named or t.trace_id for t in traces}

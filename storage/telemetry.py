@@ -266,15 +266,28 @@ def store_telemetry(
     """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
     stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL). The spans'
     traces are numbered first (storage/traces.py), under locks held until the caller commits."""
-    if span_rows:
-        numbers = number_traces(conn, {row[0] for row in span_rows})
-        keyed = [(*row, numbers[row[0]]) for row in span_rows]
-        # No conflict target: on partitioned PostgreSQL tables the unique keys also hold the
-        # partition key (storage/partitions.py); each table has one unique key besides log ids.
-        insert_tuples_ignore_duplicates(
-            conn, spans_table, KEYED_SPAN_COLUMNS, keyed, (), SPAN_JSON_COLUMNS
-        )
+    insert_keyed_spans(conn, keyed_span_rows(conn, span_rows))
     insert_ignore_duplicates(conn, log_records_table, log_rows)
+
+
+def keyed_span_rows(
+    conn: Connection, span_rows: Sequence[tuple[Any, ...]]
+) -> list[tuple[Any, ...]]:
+    """``span_rows`` (of :func:`span_values`) with their trace's number appended, made for new
+    traces (:func:`toolscore.storage.traces.number_traces`): rows of KEYED_SPAN_COLUMNS."""
+    if not span_rows:
+        return []
+    numbers = number_traces(conn, {row[0] for row in span_rows})
+    return [(*row, numbers[row[0]]) for row in span_rows]
+
+
+def insert_keyed_spans(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert rows of :func:`keyed_span_rows`, skipping those already stored."""
+    # No conflict target: on partitioned PostgreSQL tables the unique keys also hold the
+    # partition key (storage/partitions.py); each table has one unique key besides log ids.
+    insert_tuples_ignore_duplicates(
+        conn, spans_table, KEYED_SPAN_COLUMNS, rows, (), SPAN_JSON_COLUMNS
+    )
 
 
 def store_spans(conn: Connection, spans: Sequence[SpanRecord], received_at_ns: int) -> None:

@@ -34,7 +34,8 @@ log = logging.getLogger("toolscore.migrate")
 def _step(what: str, sql: str) -> None:
     started = time.monotonic()
     rows = op.get_bind().exec_driver_sql(sql).rowcount
-    log.info("migration 0014: %s: %s rows in %.1f s", what, rows, time.monotonic() - started)
+    counted = f"{rows} rows in " if rows >= 0 else ""  # DDL counts no rows
+    log.info("migration 0014: %s: %s%.1f s", what, counted, time.monotonic() - started)
 
 
 def _postgresql() -> bool:
