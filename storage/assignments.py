@@ -15,12 +15,13 @@ no row locks.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select, true
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import (
     execute_prepared,
     in_list,
@@ -29,8 +30,6 @@ from toolscore.storage.dialect import (
     one_writer,
 )
 from toolscore.storage.pipeline import STATUS_OPEN, conversation_traces, conversations, evaluations
-
-_CHUNK = 500  # bound on IN (...) list sizes
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +50,6 @@ class ConversationTouch:
     last_trace_id: str
     root_span_id: str | None  # of the last trace, if that root is in the batch
     reference_id: str | None  # proposed; a reference id already stored wins
-
-
-def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, TraceState]:
@@ -91,7 +85,7 @@ def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, Tra
 
 def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, TraceState]:
     found: dict[str, TraceState] = {}
-    for chunk in _chunks(trace_ids):
+    for chunk in chunks(trace_ids):
         # Driver SQL: this runs in every ingest transaction (the statement text per chunk size
         # is cached by both drivers); SQLAlchemy's own processing cost more than the query.
         rows = conn.exec_driver_sql(
@@ -128,7 +122,7 @@ def _lock(conn: Connection, trace_ids: Sequence[str]) -> dict[str, str]:
     """Lock the traces' rows (waiting for a transaction moving one); trace id -> conversation."""
     ct = conversation_traces
     current: dict[str, str] = {}
-    for chunk in _chunks(trace_ids):
+    for chunk in chunks(trace_ids):
         locked = conn.execute(
             select(ct.c.trace_id, ct.c.conversation_id)
             .where(ct.c.trace_id.in_(chunk))
@@ -146,7 +140,7 @@ def _conversation_rows(
     would give a locking join the conversation row as it was before the lock wait."""
     c = conversations.c
     found: dict[str, tuple[str | None, str | None]] = {}
-    for chunk in _chunks(conversation_ids):
+    for chunk in chunks(conversation_ids):
         rows = conn.execute(select(c.id, c.last_trace_id, c.reference_id).where(c.id.in_(chunk)))
         found.update((conv_id, (last, ref)) for conv_id, last, ref in rows)
     return found
@@ -165,7 +159,7 @@ def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
         ),
         [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())],
     )
-    for chunk in _chunks(sorted(moves)):
+    for chunk in chunks(sorted(moves)):
         # Delete first: the delete waits for a scoring transaction that holds the row (it may be
         # writing a revision right now), so the update after it sees that revision's rows too.
         conn.execute(conversations.delete().where(conversations.c.id.in_(chunk)))

@@ -10,11 +10,10 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Dialect
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import in_ids
 from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
-
-_CHUNK = 500  # bound on IN (...) list sizes
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +33,7 @@ def heads_and_traces(
     of their traces, leaving out the traces of conversations in ``without_traces``."""
     heads: list[ScoringHead] = []
     trace_conv: dict[str, str] = {}
-    for i in range(0, len(ids), _CHUNK):
-        chunk = list(ids[i : i + _CHUNK])  # a list: PostgreSQL binds it as one array
+    for chunk in chunks(ids):
         heads.extend(
             ScoringHead(*row) for row in conn.execute(_heads(conn.dialect), {"ids": chunk})
         )

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, select, update
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.expectation_model import (
     EXPECTATIONS,
-    LOOKUP_CHUNK,
     MATCH_IDS,
     ExpectationData,
     as_utc,
@@ -85,8 +85,7 @@ def _match_norm(match: Mapping[str, Any] | None) -> str | None:
 
 def _latest_by_id(conn: Connection, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
     found: dict[str, tuple[int, str]] = {}
-    for start in range(0, len(ids), LOOKUP_CHUNK):
-        chunk = ids[start : start + LOOKUP_CHUNK]
+    for chunk in chunks(ids):
         stmt = select(EXPECTATIONS.c.id, EXPECTATIONS.c.version, EXPECTATIONS.c.content_hash).where(
             EXPECTATIONS.c.id.in_(chunk), EXPECTATIONS.c.is_latest.is_(True)
         )
@@ -153,8 +152,7 @@ def _import(conn: Connection, batch: list[ExpectationData], created_at: datetime
             for cid in conversation_ids(item.match)
         )
     # Clear the old latest flags first: the partial unique index allows one latest per id.
-    for start in range(0, len(superseded), LOOKUP_CHUNK):
-        chunk = superseded[start : start + LOOKUP_CHUNK]
+    for chunk in chunks(superseded):
         conn.execute(
             update(EXPECTATIONS)
             .where(EXPECTATIONS.c.id.in_(chunk), EXPECTATIONS.c.is_latest.is_(True))

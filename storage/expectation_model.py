@@ -31,9 +31,6 @@ from toolscore.storage.base import Base
 # ``none_as_null``: a Python None is SQL NULL (the schema's "JSON NULL"), not the JSON ``null``.
 ExactJson = JSON(none_as_null=True)
 
-# Keeps each ``IN (...)`` list well under every driver's parameter limit.
-LOOKUP_CHUNK = 500
-
 
 class Expectation(Base):
     __tablename__ = "expectations"

@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, false, func, select, text, tuple_
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import one_writer, skip_locked, take_write_lock
 from toolscore.storage.exports import evaluation_exports
 from toolscore.storage.pipeline import (
@@ -48,7 +49,6 @@ from toolscore.storage.telemetry import spans_table
 from toolscore.storage.tool_rollup import roll_up_tools
 from toolscore.storage.traces import traces_table
 
-_CHUNK = 500
 FINISHED = (STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
 
 
@@ -199,8 +199,7 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Deleted:
         ids = [i for _, i in found]
         ids = sorted(set(ids) - _pending_exports(conn, ids))
         total += len(ids)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
+        for chunk in chunks(ids):
             evals += int(
                 conn.execute(
                     select(func.count())

@@ -13,7 +13,7 @@ its worker while the work progresses, so no other worker takes it over and start
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -22,19 +22,12 @@ from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, tru
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import skip_locked_in
 from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import conversation_traces, conversations
 from toolscore.storage.telemetry import spans_table
 from toolscore.storage.traces import traces_table
-
-_CHUNK = 500
-
-
-def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i : i + _CHUNK]
-
 
 NS = 1_000_000_000
 
@@ -138,7 +131,7 @@ def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[st
     Reads the spans' primary-key index only, so it is cheap next to loading the spans.
     """
     counts: dict[str, int] = {}
-    for chunk in _chunks(list(conversation_ids)):
+    for chunk in chunks(list(conversation_ids)):
         for conv, n in conn.execute(_counts(conn.dialect), {"ids": chunk}):
             if n:
                 counts[conv] = counts.get(conv, 0) + int(n)
@@ -167,7 +160,7 @@ def renew_leases(
     returns the ids still claimed by it (a claim already taken over is not taken back)."""
     c = conversations.c
     renewed: list[str] = []
-    for chunk in _chunks(list(conversation_ids)):
+    for chunk in chunks(list(conversation_ids)):
         stmt = (
             conversations.update()
             .where(c.id.in_(chunk), c.claimed_by == worker_id)

@@ -28,7 +28,7 @@ the steps leaves ``pruned_at`` NULL: the next pass marks and deletes again.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, false, func, inspect, select, text, tuple_
 from sqlalchemy.engine import Dialect
 
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import in_ids, skip_locked, take_write_lock
 from toolscore.storage.pipeline import (
     PRUNABLE,
@@ -46,8 +47,6 @@ from toolscore.storage.pipeline import (
 )
 from toolscore.storage.telemetry import log_records_table, spans_table
 from toolscore.storage.traces import trace_numbers
-
-_IN_CHUNK = 500  # ids per IN list
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +74,6 @@ class Plan:
     conversations: int
     spans: int
     log_records: int
-
-
-def _chunks(items: Sequence[str], size: int = _IN_CHUNK) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _eligible(cutoff_ns: int) -> Any:
@@ -114,7 +108,7 @@ def find_prunable(
 def _traces_of(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
     ct = conversation_traces.c
     out: dict[str, list[str]] = {i: [] for i in ids}
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         rows = conn.execute(
             select(ct.conversation_id, ct.trace_id)
             .where(ct.conversation_id.in_(chunk))
@@ -147,7 +141,7 @@ def mark(conn: Connection, ids: Sequence[str], cutoff_ns: int) -> list[Marked]:
         return []
     t = tool_calls.c
     counts: dict[str, int] = {}
-    for chunk in _chunks([str(r.id) for r in locked]):
+    for chunk in chunks([str(r.id) for r in locked]):
         current = {str(r.id): r.revision for r in locked if r.id in chunk}
         rows = conn.execute(
             select(t.conversation_id, t.revision, func.count())
@@ -242,7 +236,7 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Plan:
         total += len(rows)
         traces = [t for ts in _traces_of(conn, [r.id for r in rows]).values() for t in ts]
         through = max(r.last_span_received_ns for r in rows)
-        for chunk in _chunks(traces):
+        for chunk in chunks(traces):
             numbers = list(trace_numbers(conn, chunk).values())
             spans += int(
                 conn.execute(
@@ -281,7 +275,7 @@ def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
     """For each pruned conversation of ``ids``: its mark and the calls a scoring carries over."""
     t = tool_calls.c
     out: dict[str, Carried] = {}
-    for chunk in _chunks(list(ids)):
+    for chunk in chunks(list(ids)):
         rows = conn.execute(_marked(conn.dialect), {"ids": list(chunk)}).all()
         if not rows:
             continue
@@ -309,7 +303,7 @@ def marks(conn: Connection, trace_to_conversation: Mapping[str, str]) -> dict[st
     c = conversations.c
     found: dict[str, int] = {}
     ids = sorted(set(trace_to_conversation.values()))
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         rows = conn.execute(
             select(c.id, c.pruned_through_ns).where(
                 c.id.in_(list(chunk)), c.pruned_through_ns.is_not(None)

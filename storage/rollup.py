@@ -31,9 +31,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, UtcDateTime
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import insert_for
-
-_CHUNK = 500
 
 
 class DailyScoreRollup(Base):
@@ -78,8 +77,7 @@ def roll_up(conn: Connection, conversation_ids: Sequence[str]) -> int:
     transaction, before it deletes them); returns how many evaluations were added."""
     cs = current_scores_view.c
     counts: Counter[tuple[str, str, str, str, bool, float]] = Counter()
-    for start in range(0, len(conversation_ids), _CHUNK):
-        chunk = list(conversation_ids[start : start + _CHUNK])
+    for chunk in chunks(conversation_ids):
         rows = conn.execute(
             select(cs.day, cs.expectation_id, cs.metric, cs.metric_type, cs.score).where(
                 cs.conversation_id.in_(chunk)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64, JsonType
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import (
     insert_ignore_duplicates,
     insert_tuples_ignore_duplicates,
@@ -316,17 +317,6 @@ def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:
 # --- reads -----------------------------------------------------------------------------------
 
 
-def _chunks(ids: Iterable[str], size: int = 500) -> Iterable[list[str]]:
-    batch: list[str] = []
-    for item in ids:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 # The reads scoring runs every round, built once with bound parameters (building a statement
 # costs more than running it on a round's few traces).
 @cache
@@ -355,7 +345,7 @@ def load_spans(
     ``after_ns`` (trace id -> Unix ns): of those traces, only spans received after that time
     (a pruned conversation's mark, storage/retention.py)."""
     out: list[SpanRecord] = []
-    for chunk in _chunks(dict.fromkeys(trace_ids)):
+    for chunk in chunks(dict.fromkeys(trace_ids)):
         # fetchall: one driver call per chunk, not one per row (the scoring hot path)
         rows = conn.execute(_spans_of(conn.dialect), {"ids": chunk}).fetchall()
         if after_ns:
@@ -372,7 +362,7 @@ def load_logs(
     ``after_ns`` as for :func:`load_spans`."""
     rows: list[tuple[int, int, LogRecordData]] = []
     after = after_ns or {}
-    for chunk in _chunks(dict.fromkeys(trace_ids)):
+    for chunk in chunks(dict.fromkeys(trace_ids)):
         rows.extend(
             (r["time_ns"], r["id"], log_from_row(r))
             for r in conn.execute(_logs_of(conn.dialect), {"ids": chunk}).mappings()

@@ -22,10 +22,10 @@ from sqlalchemy import Connection, Float, Table, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64
+from toolscore.storage.chunks import chunks
 from toolscore.storage.pipeline import evaluations
 from toolscore.storage.rollup import add_counts, current_scores_view
 
-_CHUNK = 500
 COUNTS = ("expected", "called", "matched", "wrong", "missing", "extra", "misplaced")
 
 
@@ -122,8 +122,7 @@ def roll_up_tools(conn: Connection, conversation_ids: Sequence[str]) -> None:
     cs, e = current_scores_view.c, evaluations.c
     tools: dict[Key, list[float]] = defaultdict(lambda: [0.0] * 8)
     arguments: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for start in range(0, len(conversation_ids), _CHUNK):
-        chunk = list(conversation_ids[start : start + _CHUNK])
+    for chunk in chunks(conversation_ids):
         rows = conn.execute(
             select(cs.day, cs.expectation_id, cs.metric, e.details)
             .select_from(current_scores_view.join(evaluations, e.id == cs.evaluation_id))

@@ -14,7 +14,7 @@ delete a number that spans are being stored under. SQLite's one write lock does 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from functools import cache
 from typing import Any, cast
 
@@ -23,9 +23,9 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, Int64
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect_rows import each_id, insert_new_ids, key_share_in
 
-_CHUNK = 500
 _ATTEMPTS = 3  # a number deleted between the insert and the read is made again (rare)
 
 
@@ -37,10 +37,6 @@ class Trace(Base):
 
 
 traces_table = cast(Table, Trace.__table__)
-
-
-def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
-    return (ids[i : i + _CHUNK] for i in range(0, len(ids), _CHUNK))
 
 
 @cache
@@ -69,7 +65,7 @@ def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int
         new = insert_new_ids(conn, traces_table, "trace_id", missing, "seq")
         found.update((str(trace), int(seq)) for trace, seq in new)
         stored = [t for t in missing if t not in found]
-        for chunk in _chunks(stored):
+        for chunk in chunks(stored):
             rows = conn.execute(_held(conn.dialect), {"ids": list(chunk)})
             found.update((str(trace), int(seq)) for trace, seq in rows)
     missing = [t for t in wanted if t not in found]
@@ -81,7 +77,7 @@ def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int
 def trace_numbers(conn: Connection, trace_ids: Iterable[str]) -> Mapping[str, int]:
     """The numbers of those of ``trace_ids`` that have one (reads only)."""
     found: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(trace_ids))):
+    for chunk in chunks(list(dict.fromkeys(trace_ids))):
         rows = conn.execute(_numbers(conn.dialect), {"ids": list(chunk)})
         found.update((str(trace), int(seq)) for trace, seq in rows)
     return found
