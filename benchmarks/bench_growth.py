@@ -13,7 +13,7 @@ and a 90 % bootstrap interval of the p99 ratio (``growth_stats.py``).
 
 The stored data is grown quickly with bulk inserts, not through the server: a real scored
 conversation is made once (through the server), and its rows in every table (spans,
-conversations, conversation_traces, evaluations, tool_calls) are copied with new ids, spread
+conversations, evaluations, tool_calls) are copied with new ids, spread
 over the past days, so the indexes and the tables the server reads grow as in production.
 
     cd benchmarks && python bench_growth.py --sizes 0,5000000,20000000 --rate 2000 \\
@@ -66,7 +66,6 @@ def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
             "traces": f"trace_id = '{trace}'",
             "spans": f"trace_id = '{trace}'",
             "conversations": f"id = '{conv}'",
-            "conversation_traces": f"trace_id = '{trace}'",
             "evaluations": f"conversation_id = '{conv}'",
             "tool_calls": f"conversation_id = '{conv}'",
         }

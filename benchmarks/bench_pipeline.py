@@ -37,7 +37,6 @@ TABLES = (
     "spans",
     "log_records",
     "conversations",
-    "conversation_traces",
     "evaluations",
     "tool_calls",
 )

@@ -41,7 +41,7 @@ from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.telemetry import span_values, store_telemetry
 
-TABLES = ("spans", "traces", "log_records", "conversations", "conversation_traces")
+TABLES = ("spans", "traces", "log_records", "conversations")
 
 
 def pipeline_traces(spans: int) -> list[bytes]:

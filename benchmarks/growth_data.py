@@ -14,11 +14,11 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
 
 from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 from toolscore.storage.telemetry import spans_table
 from toolscore.storage.traces import traces_table
 
-TABLES = (traces_table, spans_table, conversations, conversation_traces, evaluations, tool_calls)
+TABLES = (traces_table, spans_table, conversations, evaluations, tool_calls)
 SEQ_COLUMNS = frozenset({"seq", "trace_seq"})  # the trace's number: the next ones, in order
 CHUNK = 2_000  # conversations per growth transaction
 DAY_NS = 86_400 * 10**9

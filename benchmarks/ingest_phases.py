@@ -43,10 +43,7 @@ PHASES = ("rows", "numbers", "spans", "read", "insert", "upsert", "commit", "tot
 WARM = (  # the indexes every ingest request writes
     "SELECT count(*) FROM spans INDEXED BY sqlite_autoindex_spans_1 WHERE trace_seq > 0",
     "SELECT count(*) FROM traces INDEXED BY sqlite_autoindex_traces_1 WHERE trace_id > ''",
-    "SELECT count(*) FROM conversation_traces INDEXED BY sqlite_autoindex_conversation_traces_1 "
-    "WHERE trace_id > ''",
-    "SELECT count(*) FROM conversation_traces INDEXED BY ix_conversation_traces_conversation_id "
-    "WHERE conversation_id > ''",
+    "SELECT count(*) FROM traces INDEXED BY ix_traces_conversation_id WHERE conversation_id > ''",
     "SELECT count(*) FROM conversations INDEXED BY sqlite_autoindex_conversations_1 WHERE id > ''",
 )
 
@@ -93,7 +90,7 @@ def _one(engine: Any, spans: list[Any], config: AssignConfig) -> dict[str, float
         known = assignments._read_assigned(conn, sorted(proposed))
         marks.append(time.perf_counter())
         new = {t: proposed[t] for t in sorted(proposed.keys() - known.keys())}
-        assignments._insert_new(conn, new)
+        assignments._assign_new(conn, new)
         marks.append(time.perf_counter())
         touched = [assignments.ConversationTouch(c, t, None, None) for t, c in proposed.items()]
         assignments.upsert_conversations(conn, touched, now)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from toolscore.storage.engine import create_engine
 
-HISTORY = ("conversations", "conversation_traces", "tool_calls", "evaluations")
+HISTORY = ("conversations", "traces", "tool_calls", "evaluations")
 COUNTS = (
     "(SELECT count(*) FROM spans), (SELECT count(*) FROM log_records), "
     "(SELECT count(*) FROM conversations)"

@@ -2,10 +2,12 @@
 
 Concurrency: several ingest transactions (one per ``toolscore serve`` process on one PostgreSQL)
 may touch the same trace at once, e.g. one storing its unnamed child spans while another stores
-the root span that names its conversation. A transaction that may move a trace, or write to its
-trace-keyed conversation, first holds the trace's ``conversation_traces`` row lock:
-:func:`claim_traces` inserts the rows of new traces (waiting on a concurrent inserter) and locks
-the rows of traces that may still move ``FOR UPDATE``, in trace id order. So a move and a join of
+the root span that names its conversation. A trace's conversation is ``traces.conversation_id``
+(storage/traces.py; ingest numbered the trace, and holds its row, earlier in the same
+transaction). A transaction that may move a trace, or write to its trace-keyed conversation,
+first holds the trace's row lock: :func:`claim_traces` sets the conversation of traces that have
+none (waiting on a concurrent transaction setting it) and locks the rows of traces that may
+still move ``FOR NO KEY UPDATE``, in trace id order. So a move and a join of
 one trace are serialised and the later one sees the earlier one's result: no trace is moved
 back, and no reference id is written to a trace-keyed conversation a concurrent move has just
 dropped. SQLite has one writer at a time (the ingest transaction writes spans first), so it needs
@@ -29,7 +31,8 @@ from toolscore.storage.dialect import (
     insert_for,
     one_writer,
 )
-from toolscore.storage.pipeline import STATUS_OPEN, conversation_traces, conversations, evaluations
+from toolscore.storage.pipeline import STATUS_OPEN, conversations, evaluations
+from toolscore.storage.traces import traces_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,7 @@ def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, Tra
     """
     known = _read_assigned(conn, sorted(proposed))
     unknown = sorted(proposed.keys() - known.keys())
-    inserted = _insert_new(conn, {t: proposed[t] for t in unknown})
+    inserted = _assign_new(conn, {t: proposed[t] for t in unknown})
     states = {t: TraceState(proposed[t], True, None, None) for t in inserted}
     states.update(known)
     if one_writer(conn):  # what was read is current
@@ -89,9 +92,9 @@ def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, Trac
         # Driver SQL: this runs in every ingest transaction (the statement text per chunk size
         # is cached by both drivers); SQLAlchemy's own processing cost more than the query.
         rows = conn.exec_driver_sql(
-            "SELECT ct.trace_id, ct.conversation_id, c.last_trace_id, c.reference_id "
-            "FROM conversation_traces ct LEFT OUTER JOIN conversations c "
-            f"ON c.id = ct.conversation_id WHERE ct.trace_id IN {in_list(conn, len(chunk))}",
+            "SELECT t.trace_id, t.conversation_id, c.last_trace_id, c.reference_id "
+            "FROM traces t LEFT OUTER JOIN conversations c ON c.id = t.conversation_id "
+            f"WHERE t.trace_id IN {in_list(conn, len(chunk))} AND t.conversation_id IS NOT NULL",
             tuple(chunk),
         )
         for trace_id, conversation_id, last, ref in rows:
@@ -99,34 +102,43 @@ def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, Trac
     return found
 
 
-def _insert_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
-    """Insert the assignments; the trace ids this transaction inserted (others were first)."""
+def _assign_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:
+    """Set the traces' conversations where they have none (a trace without a row yet, one with
+    log records only, is numbered here); the trace ids this transaction assigned (others were
+    first)."""
     if not assignments:
         return set()
-    ct = conversation_traces
     rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(assignments.items())]
-    if one_writer(conn):  # nobody else inserted them meanwhile
-        execute_prepared(conn, "assign.insert_new", _insert_new_stmt, ct, rows)
+    if one_writer(conn):  # nobody else assigned them meanwhile
+        execute_prepared(conn, "assign.new", _assign_stmt, traces_table, rows)
         return set(assignments)
-    # A trace another transaction is inserting makes this wait for it, then skip the row.
-    ins = insert_for(conn, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
-    return set(conn.execute(ins.returning(ct.c.trace_id), rows).scalars())
+    # A trace another transaction is assigning makes this wait for it, then leave the row be.
+    stmt = _assign(insert_for(conn, traces_table)).returning(traces_table.c.trace_id)
+    return set(conn.execute(stmt, rows).scalars())
 
 
-def _insert_new_stmt(dialect: str) -> Any:
-    ct = conversation_traces
-    return insert_dialect(dialect, ct).on_conflict_do_nothing(index_elements=[ct.c.trace_id])
+def _assign_stmt(dialect: str) -> Any:
+    return _assign(insert_dialect(dialect, traces_table))
+
+
+def _assign(ins: Any) -> Any:
+    t = traces_table.c
+    return ins.on_conflict_do_update(
+        index_elements=[t.trace_id],
+        set_={"conversation_id": ins.excluded.conversation_id},
+        where=t.conversation_id.is_(None),
+    )
 
 
 def _lock(conn: Connection, trace_ids: Sequence[str]) -> dict[str, str]:
     """Lock the traces' rows (waiting for a transaction moving one); trace id -> conversation."""
-    ct = conversation_traces
+    t = traces_table.c
     current: dict[str, str] = {}
     for chunk in chunks(trace_ids):
         locked = conn.execute(
-            select(ct.c.trace_id, ct.c.conversation_id)
-            .where(ct.c.trace_id.in_(chunk))
-            .order_by(ct.c.trace_id)  # one lock order for all transactions
+            select(t.trace_id, t.conversation_id)
+            .where(t.trace_id.in_(chunk), t.conversation_id.is_not(None))
+            .order_by(t.trace_id)  # one lock order for all transactions
             .with_for_update(key_share=True)  # FOR NO KEY UPDATE: what the move's UPDATE takes
         )
         current.update((trace_id, conversation_id) for trace_id, conversation_id in locked)
@@ -151,11 +163,11 @@ def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
     dropped (its current evaluations stay in the history, no longer current)."""
     if not moves:
         return
-    ct = conversation_traces
-    ins = insert_for(conn, ct)
+    t = traces_table
+    ins = insert_for(conn, t)
     conn.execute(
         ins.on_conflict_do_update(
-            index_elements=[ct.c.trace_id], set_={"conversation_id": ins.excluded.conversation_id}
+            index_elements=[t.c.trace_id], set_={"conversation_id": ins.excluded.conversation_id}
         ),
         [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())],
     )

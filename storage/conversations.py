@@ -13,7 +13,8 @@ from sqlalchemy.engine import Dialect
 from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import in_ids
 from toolscore.storage.dialect_rows import each_id
-from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+from toolscore.storage.pipeline import conversations, evaluations, tool_calls
+from toolscore.storage.traces import traces_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,8 @@ def _heads(dialect: Dialect) -> Any:
 
 @cache
 def _traces(dialect: Dialect) -> Any:
-    ct = conversation_traces.c
-    return each_id(dialect, select(ct.trace_id, ct.conversation_id), ct.conversation_id)
+    t = traces_table.c
+    return each_id(dialect, select(t.trace_id, t.conversation_id), t.conversation_id)
 
 
 # --- what the read-only commands show (``toolscore conversations``, ``show``) -----------------
@@ -131,6 +132,6 @@ def revision_evaluations(
 
 def trace_ids(conn: Connection, conversation_id: str) -> list[str]:
     """The traces that make up the conversation."""
-    ct = conversation_traces.c
-    stmt = select(ct.trace_id).where(ct.conversation_id == conversation_id)
+    t = traces_table.c
+    stmt = select(t.trace_id).where(t.conversation_id == conversation_id)
     return list(conn.execute(stmt).scalars())

@@ -5,20 +5,21 @@ What is deleted: a conversation whose last span or log record was *received* bef
 it is done exactly as span retention means it (status ``scored``, ``unmatched`` or ``error``, not
 waiting to be scored again, not claimed), and none of its evaluations waits in the write-back
 outbox. With it go its rows in every table that names it: ``evaluations`` (every revision),
-their ``evaluation_exports`` rows, ``tool_calls``, ``rescore_run_items``, ``conversation_traces``
-and the ``conversations`` row; its spans and log records were deleted before, by span retention's
+their ``evaluation_exports`` rows, ``tool_calls``, ``rescore_run_items``, its ``traces`` rows
+(a row spans are still stored under keeps its number and loses its conversation) and the
+``conversations`` row; its spans and log records were deleted before, by span retention's
 own steps (:mod:`toolscore.storage.retention`: mark, batched deletes, finish), so only a
 conversation whose telemetry is all gone (``pruned_at`` set, mark at its last arrival) is
 deleted, and one a span reached meanwhile is left to be scored again.
 
 :func:`delete_conversations` is one short transaction per group: it re-checks every condition
-under the locks ingest takes (SQLite: the write lock; PostgreSQL: the traces' then the
+under the locks ingest takes (SQLite: the write lock; PostgreSQL: the ``traces`` then the
 conversations' row locks, ``SKIP LOCKED``, the order ingest takes them in), adds the current
 evaluations to ``daily_score_rollup`` (:mod:`toolscore.storage.rollup`) and their per-tool
 counts to ``tool_score_rollup`` / ``tool_argument_score_rollup``
 (:mod:`toolscore.storage.tool_rollup`), and deletes. A span
-arriving later for a deleted conversation finds no ``conversation_traces`` row and starts a new
-conversation.
+arriving later for a deleted conversation finds its trace without a conversation and starts a
+new one.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from toolscore.storage.pipeline import (
     STATUS_ERROR,
     STATUS_SCORED,
     STATUS_UNMATCHED,
-    conversation_traces,
     conversations,
     evaluations,
     tool_calls,
@@ -99,36 +99,27 @@ def find_finished(
 
 
 def _lock_traces(conn: Connection, ids: Sequence[str]) -> set[str]:
-    """PostgreSQL: lock the conversations' trace rows (trace id order, as ingest does), skipping
-    locked ones; the conversations some of whose traces someone else holds."""
-    ct = conversation_traces.c
-    every = conn.execute(
-        select(ct.trace_id, ct.conversation_id).where(ct.conversation_id.in_(list(ids)))
-    ).all()
-    locked = set(
-        conn.execute(
-            skip_locked(
-                conn,
-                select(ct.trace_id).where(ct.conversation_id.in_(list(ids))).order_by(ct.trace_id),
-            )
-        ).scalars()
-    )
-    # the traces' numbers too: ingest holds a number while it stores spans under it
+    """PostgreSQL: lock the conversations' ``traces`` rows (trace id order, as ingest does),
+    skipping rows someone holds (ingest storing spans under the number, or assigning the trace);
+    the conversations some of whose traces someone else holds."""
     t = traces_table.c
-    numbered = [trace for trace, _ in every]
-    ours = select(t.trace_id).where(t.trace_id.in_(numbered)).order_by(t.trace_id)
-    lockable = set(conn.execute(skip_locked(conn, ours)).scalars())
-    held = set(conn.execute(ours).scalars()) - lockable
-    return {str(conv) for trace, conv in every if trace not in locked or trace in held}
+    theirs = select(t.trace_id, t.conversation_id).where(t.conversation_id.in_(list(ids)))
+    every = conn.execute(theirs).all()
+    locked = set(conn.execute(skip_locked(conn, theirs.order_by(t.trace_id))).scalars())
+    return {str(conv) for trace, conv in every if trace not in locked}
 
 
-def _delete_numbers(conn: Connection, chosen: Sequence[str]) -> None:
-    """Delete the numbers of the conversations' traces that no span is stored under any more
-    (their spans were deleted by span retention; see storage/traces.py)."""
-    ct, t, s = conversation_traces.c, traces_table.c, spans_table.c
-    theirs = select(ct.trace_id).where(ct.conversation_id.in_(list(chosen)))
+def _forget_traces(conn: Connection, chosen: Sequence[str]) -> None:
+    """Delete the conversations' ``traces`` rows no span is stored under any more (span
+    retention deleted their spans; see storage/traces.py); the rest lose their conversation."""
+    t, s = traces_table.c, spans_table.c
     spanless = ~select(s.trace_seq).where(s.trace_seq == t.seq).exists()
-    conn.execute(traces_table.delete().where(t.trace_id.in_(theirs), spanless))
+    conn.execute(traces_table.delete().where(t.conversation_id.in_(list(chosen)), spanless))
+    conn.execute(
+        traces_table.update()
+        .where(t.conversation_id.in_(list(chosen)))
+        .values(conversation_id=None)
+    )
 
 
 def _pending_exports(conn: Connection, ids: Sequence[str]) -> set[str]:
@@ -178,10 +169,7 @@ def delete_conversations(conn: Connection, ids: Sequence[str], cutoff_ns: int) -
     n_evals = conn.execute(evaluations.delete().where(e.conversation_id.in_(chosen))).rowcount
     n_calls = conn.execute(tool_calls.delete().where(t.conversation_id.in_(chosen))).rowcount
     conn.execute(rescore_run_items.delete().where(rescore_run_items.c.conversation_id.in_(chosen)))
-    _delete_numbers(conn, chosen)
-    conn.execute(
-        conversation_traces.delete().where(conversation_traces.c.conversation_id.in_(chosen))
-    )
+    _forget_traces(conn, chosen)
     conn.execute(conversations.delete().where(c.id.in_(chosen)))
     return Deleted(len(chosen), int(n_evals or 0), int(n_calls or 0))
 

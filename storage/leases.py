@@ -25,7 +25,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import skip_locked_in
 from toolscore.storage.dialect_rows import each_id
-from toolscore.storage.pipeline import conversation_traces, conversations
+from toolscore.storage.pipeline import conversations
 from toolscore.storage.telemetry import spans_table
 from toolscore.storage.traces import traces_table
 
@@ -143,14 +143,14 @@ def _counts(dialect: Dialect) -> Any:
     """(conversation, spans of one of its traces), a row per trace: counted trace by trace
     (a correlated count, one index lookup per trace; a join would let the planner pick a hash
     join over every stored span)."""
-    ct, t = conversation_traces.c, traces_table.c
+    t = traces_table.c
     spans = (
         select(func.count())
-        .select_from(traces_table.join(spans_table, spans_table.c.trace_seq == t.seq))
-        .where(t.trace_id == ct.trace_id)
+        .select_from(spans_table)
+        .where(spans_table.c.trace_seq == t.seq)
         .scalar_subquery()
     )
-    return each_id(dialect, select(ct.conversation_id, spans), ct.conversation_id)
+    return each_id(dialect, select(t.conversation_id, spans), t.conversation_id)
 
 
 def renew_leases(

@@ -125,8 +125,8 @@ def _done(conn: Connection, part: Partition, cutoff_ns: int) -> bool:
     """Nothing in ``part`` arrived after the cutoff, and every row belongs to a conversation
     marked for pruning through its arrival (log records without a trace: arrival only)."""
     trace_ok = (
-        "EXISTS (SELECT 1 FROM conversation_traces ct JOIN conversations c "
-        "ON c.id = ct.conversation_id WHERE ct.trace_id = r.trace_id "
+        "EXISTS (SELECT 1 FROM traces t JOIN conversations c "
+        "ON c.id = t.conversation_id WHERE t.trace_id = r.trace_id "
         "AND c.pruned_through_ns >= r.received_at_ns)"
     )
     if part.table == "log_records":

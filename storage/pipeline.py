@@ -95,13 +95,6 @@ class Conversation(Base):
     )
 
 
-class ConversationTrace(Base):
-    __tablename__ = "conversation_traces"
-
-    trace_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(Text, nullable=False, index=True)
-
-
 class Evaluation(Base):
     __tablename__ = "evaluations"
 
@@ -153,6 +146,5 @@ class ToolCallRow(Base):
 
 
 conversations: Table = Conversation.__table__  # type: ignore[assignment]
-conversation_traces: Table = ConversationTrace.__table__  # type: ignore[assignment]
 evaluations: Table = Evaluation.__table__  # type: ignore[assignment]
 tool_calls: Table = ToolCallRow.__table__  # type: ignore[assignment]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine
 
 from toolscore.storage import retention as store
+from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import database_bytes, release_free_pages
 from toolscore.storage.partitions import drop_done
 
@@ -116,25 +117,26 @@ def delete_marked(
     engine: Engine, marked: Sequence[store.Marked], limits: PruneLimits, progress: Progress | None
 ) -> tuple[int, int]:
     """Delete the marked conversations' telemetry; (spans, log records) deleted."""
-    traces = [t for m in marked for t in m.trace_ids]
+    traces = [t for m in marked for t in zip(m.trace_ids, m.trace_seqs, strict=True)]
     # Every mark is before the cutoff and anything arriving now is after it, so the newest
     # mark bounds the whole group (module docstring of storage.retention).
     through = max(m.through_ns for m in marked)
     spans = logs = 0
     size = limits.rows_per_batch
-    for start in range(0, len(traces), 500):
-        chunk = traces[start : start + 500]
+    for chunk in chunks(traces):
+        seqs = [seq for _, seq in chunk]
+        ids = [trace for trace, _ in chunk]
         spans += _batches(
-            engine, limits, functools.partial(_spans, ids=chunk, through=through, n=size), progress
+            engine, limits, functools.partial(_spans, seqs=seqs, through=through, n=size), progress
         )
         logs += _batches(
-            engine, limits, functools.partial(_logs, ids=chunk, through=through, n=size), progress
+            engine, limits, functools.partial(_logs, ids=ids, through=through, n=size), progress
         )
     return spans, logs
 
 
-def _spans(conn: Connection, *, ids: Sequence[str], through: int, n: int) -> int:
-    return store.delete_spans(conn, ids, through, n)
+def _spans(conn: Connection, *, seqs: Sequence[int], through: int, n: int) -> int:
+    return store.delete_spans(conn, seqs, through, n)
 
 
 def _logs(conn: Connection, *, ids: Sequence[str], through: int, n: int) -> int:

@@ -41,12 +41,11 @@ from toolscore.storage.dialect import in_ids, skip_locked, take_write_lock
 from toolscore.storage.pipeline import (
     PRUNABLE,
     STATUS_OPEN,
-    conversation_traces,
     conversations,
     tool_calls,
 )
 from toolscore.storage.telemetry import log_records_table, spans_table
-from toolscore.storage.traces import trace_numbers
+from toolscore.storage.traces import traces_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +55,7 @@ class Marked:
     conversation_id: str
     through_ns: int
     trace_ids: tuple[str, ...]
+    trace_seqs: tuple[int, ...]  # their numbers (the span key's first column), in that order
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +105,18 @@ def find_prunable(
     return [(int(n), str(i)) for n, i in rows]
 
 
-def _traces_of(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
-    ct = conversation_traces.c
-    out: dict[str, list[str]] = {i: [] for i in ids}
+def _traces_of(conn: Connection, ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+    """conversation id -> its traces' (id, number), by trace id."""
+    t = traces_table.c
+    out: dict[str, list[tuple[str, int]]] = {i: [] for i in ids}
     for chunk in chunks(ids):
         rows = conn.execute(
-            select(ct.conversation_id, ct.trace_id)
-            .where(ct.conversation_id.in_(chunk))
-            .order_by(ct.trace_id)
+            select(t.conversation_id, t.trace_id, t.seq)
+            .where(t.conversation_id.in_(chunk))
+            .order_by(t.trace_id)
         )
-        for conversation_id, trace_id in rows:
-            out[conversation_id].append(trace_id)
+        for conversation_id, trace_id, seq in rows:
+            out[conversation_id].append((trace_id, int(seq)))
     return out
 
 
@@ -166,19 +167,27 @@ def mark(conn: Connection, ids: Sequence[str], cutoff_ns: int) -> list[Marked]:
         params,
     )
     traces = _traces_of(conn, [p["b_id"] for p in params])
-    return [Marked(p["b_id"], int(p["b_through"]), tuple(traces[p["b_id"]])) for p in params]
+    return [
+        Marked(
+            p["b_id"],
+            int(p["b_through"]),
+            tuple(trace for trace, _ in traces[p["b_id"]]),
+            tuple(seq for _, seq in traces[p["b_id"]]),
+        )
+        for p in params
+    ]
 
 
-def delete_spans(conn: Connection, trace_ids: Sequence[str], through_ns: int, limit: int) -> int:
-    """Delete up to ``limit`` spans of ``trace_ids`` received up to ``through_ns``; returns how
-    many (0: none left). One batch: the caller commits between batches."""
+def delete_spans(conn: Connection, trace_seqs: Sequence[int], through_ns: int, limit: int) -> int:
+    """Delete up to ``limit`` spans of the traces numbered ``trace_seqs`` received up to
+    ``through_ns``; returns how many (0: none left). One batch: the caller commits between
+    batches."""
     s = spans_table.c
-    numbers = list(trace_numbers(conn, trace_ids).values())
-    if not numbers:
+    if not trace_seqs:
         return 0
     batch = (
         select(s.trace_seq, s.span_id)
-        .where(s.trace_seq.in_(numbers), s.received_at_ns <= through_ns)
+        .where(s.trace_seq.in_(list(trace_seqs)), s.received_at_ns <= through_ns)
         .limit(limit)
     )
     result = conn.execute(spans_table.delete().where(tuple_(s.trace_seq, s.span_id).in_(batch)))
@@ -237,19 +246,18 @@ def plan(conn: Connection, cutoff_ns: int, page: int = 1000) -> Plan:
         traces = [t for ts in _traces_of(conn, [r.id for r in rows]).values() for t in ts]
         through = max(r.last_span_received_ns for r in rows)
         for chunk in chunks(traces):
-            numbers = list(trace_numbers(conn, chunk).values())
             spans += int(
                 conn.execute(
                     select(func.count())
                     .select_from(spans_table)
-                    .where(s.trace_seq.in_(numbers), s.received_at_ns <= through)
+                    .where(s.trace_seq.in_([n for _, n in chunk]), s.received_at_ns <= through)
                 ).scalar_one()
             )
             logs += int(
                 conn.execute(
                     select(func.count())
                     .select_from(log_records_table)
-                    .where(lr.trace_id.in_(list(chunk)), lr.received_at_ns <= through)
+                    .where(lr.trace_id.in_([t for t, _ in chunk]), lr.received_at_ns <= through)
                 ).scalar_one()
             )
     logs += int(

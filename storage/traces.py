@@ -1,4 +1,5 @@
-"""Table ``traces``: a sequence number per stored trace, the first column of the span key.
+"""Table ``traces``: a row per trace: its sequence number, the first column of the span key, and
+its conversation (:mod:`toolscore.storage.assignments`).
 
 ``spans`` are unique on ``(trace_seq, span_id)`` (PostgreSQL: plus ``start_ns``, the partition
 key) rather than on the random 32-hex trace id: each new trace takes the next number, so every
@@ -14,11 +15,11 @@ delete a number that spans are being stored under. SQLite's one write lock does 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection
 from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import Connection, String, Table, select
+from sqlalchemy import Connection, String, Table, Text, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -34,6 +35,9 @@ class Trace(Base):
 
     seq: Mapped[int] = mapped_column(Int64, primary_key=True, autoincrement=True)
     trace_id: Mapped[str] = mapped_column(String(32), nullable=False, unique=True)
+    # Set by the conversation hook (storage/assignments.py) in the transaction that numbers the
+    # trace; NULL until then, and again once history retention deleted the conversation.
+    conversation_id: Mapped[str | None] = mapped_column(Text, nullable=True, index=True)
 
 
 traces_table = cast(Table, Trace.__table__)
@@ -43,12 +47,6 @@ traces_table = cast(Table, Trace.__table__)
 def _held(dialect: Dialect) -> Any:
     t = traces_table.c
     return key_share_in(dialect, each_id(dialect, select(t.trace_id, t.seq), t.trace_id))
-
-
-@cache
-def _numbers(dialect: Dialect) -> Any:
-    t = traces_table.c
-    return each_id(dialect, select(t.trace_id, t.seq), t.trace_id)
 
 
 def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int]:
@@ -71,13 +69,4 @@ def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int
     missing = [t for t in wanted if t not in found]
     if missing:
         raise RuntimeError(f"trace {missing[0]} lost its number {_ATTEMPTS} times in a row")
-    return found
-
-
-def trace_numbers(conn: Connection, trace_ids: Iterable[str]) -> Mapping[str, int]:
-    """The numbers of those of ``trace_ids`` that have one (reads only)."""
-    found: dict[str, int] = {}
-    for chunk in chunks(list(dict.fromkeys(trace_ids))):
-        rows = conn.execute(_numbers(conn.dialect), {"ids": list(chunk)})
-        found.update((str(trace), int(seq)) for trace, seq in rows)
     return found

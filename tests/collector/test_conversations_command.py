@@ -24,8 +24,9 @@ from toolscore.scorer import ToolCall
 from toolscore.storage import migrate
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData, import_expectations
-from toolscore.storage.pipeline import conversation_traces, conversations, evaluations, tool_calls
+from toolscore.storage.pipeline import conversations, evaluations, tool_calls
 from toolscore.storage.telemetry import store_spans
+from toolscore.storage.traces import traces_table
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TRACE = "ab" * 16
@@ -243,9 +244,7 @@ def filled_db(db_url: str) -> str:
                 ),
             ],
         )
-        conn.execute(
-            insert(conversation_traces), [{"trace_id": TRACE, "conversation_id": "conv-scored"}]
-        )
+        conn.execute(insert(traces_table), [{"trace_id": TRACE, "conversation_id": "conv-scored"}])
         store_spans(conn, _spans(), 1)
     engine.dispose()
     return db_url

@@ -35,7 +35,6 @@ from toolscore.collector.cli import main
 from toolscore.storage.exports import enqueue_new, evaluation_exports
 from toolscore.storage.history_pruning import prune_history
 from toolscore.storage.pipeline import (
-    conversation_traces,
     conversations,
     evaluations,
     tool_calls,
@@ -125,7 +124,7 @@ def test_history_retention_deletes_exactly_the_old_finished_conversations(
     assert result.conversations == 5, "old-a, old-c, old-d, old-unmatched, old-error"
     # old-b's telemetry too: it is old enough, only its history waits for the write-back
     assert (result.spans, result.log_records) == (30, 6)
-    assert _ids(engine, conversation_traces) == kept
+    assert _ids(engine, traces_table) == kept, "their traces' rows go with them"
     assert _ids(engine, evaluations) == kept - {"old-open"}
     assert _ids(engine, tool_calls) == kept - {"old-open"}
     assert stored_traces(engine)[0] == {"a5", "c1", "b1"}

@@ -36,7 +36,8 @@ from tests.integration.reference_traces import (
 )
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversation_traces, conversations, evaluations
+from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.traces import traces_table
 
 GAP_S = 0.2  # between the requests of one conversation, as in the report
 Phases = list[list[list[ReadableSpan]]]  # phase -> requests -> spans
@@ -104,7 +105,9 @@ def stored_state(db_url: str) -> tuple[int, int, dict[str, str | None]]:
         with engine.connect() as conn:
             n_conv = conn.execute(select(func.count()).select_from(conversations)).scalar_one()
             n_traces = conn.execute(
-                select(func.count()).select_from(conversation_traces)
+                select(func.count())
+                .select_from(traces_table)
+                .where(traces_table.c.conversation_id.is_not(None))
             ).scalar_one()
             expectation_of_current = dict(
                 conn.execute(

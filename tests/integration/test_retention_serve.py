@@ -19,8 +19,9 @@ from toolscore.collector.pipeline.options import PipelineOptions
 from toolscore.collector.retention import RetentionOptions, retention_extension
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversation_traces, tool_calls
+from toolscore.storage.pipeline import tool_calls
 from toolscore.storage.telemetry import spans_table
+from toolscore.storage.traces import traces_table
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}
@@ -30,8 +31,8 @@ def spans_of(db_url: str, conversation_id: str) -> int:
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
-            traces = select(conversation_traces.c.trace_id).where(
-                conversation_traces.c.conversation_id == conversation_id
+            traces = select(traces_table.c.trace_id).where(
+                traces_table.c.conversation_id == conversation_id
             )
             query = select(func.count()).where(spans_table.c.trace_id.in_(traces))
             return int(conn.execute(query.select_from(spans_table)).scalar_one())
@@ -228,7 +229,7 @@ def test_serve_deletes_old_conversations_with_history_retention(
         wait_for(lambda: count(conversations, conversations.c.id == "old") == 0)
         assert count(evaluations, evaluations.c.conversation_id == "old") == 0
         assert count(tool_calls, tool_calls.c.conversation_id == "old") == 0
-        assert count(conversation_traces, conversation_traces.c.conversation_id == "old") == 0
+        assert count(traces_table, traces_table.c.conversation_id == "old") == 0
         assert count(conversations, conversations.c.id == "busy") == 1
         assert count(daily_score_rollup, daily_score_rollup.c.evaluations > 0) >= 1
         registry = srv.app.metrics.registry

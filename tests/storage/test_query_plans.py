@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, select
 
 from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, store
 from toolscore.collector.pipeline.score import score_conversation
@@ -23,6 +23,7 @@ from toolscore.scorer import default_config
 from toolscore.storage import leases, migrate, retention, status
 from toolscore.storage.engine import create_engine
 from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.traces import traces_table
 
 PENDING = "ix_conversations_needs_scoring_last_span_received_ns"
 
@@ -125,7 +126,7 @@ def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
     plans = _plans(engine, lambda eng: prune_history(eng, 4 * 10**18))
     find = _find(plans, "SELECT conversations.last_span_at, conversations.id")
     assert any("ix_conversations_last_span_at" in step for step in find), find
-    tables = ("conversations", "conversation_traces", "evaluations", "tool_calls",
+    tables = ("conversations", "evaluations", "tool_calls",
               "rescore_run_items", "evaluation_exports", "spans", "log_records",
               "traces")  # fmt: skip
     walks = {
@@ -157,7 +158,9 @@ def test_spans_are_read_counted_and_deleted_by_trace_number(engine: Engine) -> N
             assert leases.span_counts(conn, [conv_id]) == {conv_id: len(spans)}
             retention.plan(conn, 4 * 10**18)
             store_spans(conn, spans[:1], 10**18)  # a resend: numbered again, then skipped
-            assert retention.delete_spans(conn, trace_ids, 2 * 10**18, 100) == len(spans)
+            t = traces_table.c
+            seqs = conn.execute(select(t.seq).where(t.trace_id.in_(trace_ids))).scalars().all()
+            assert retention.delete_spans(conn, seqs, 2 * 10**18, 100) == len(spans)
 
     plans = _plans(engine, run)
     walks = {

@@ -1,12 +1,14 @@
-"""Spans keyed by a per-trace sequence number (storage/traces.py): numbers given in arrival
-order and kept, resends still kept out, existing databases converted by migration 0014, and a
-number that ingest is storing spans under never deleted by history retention."""
+"""A row per trace (storage/traces.py): numbers given in arrival order and kept, resends still
+kept out, the trace's conversation on the same row, existing databases converted by migrations
+0014 and 0015, and a number that ingest is storing spans under never deleted by history
+retention."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, inspect, select
 
 from tests.collector.test_retention import (
     CUTOFF,
@@ -25,7 +27,7 @@ from toolscore.storage.engine import create_engine
 from toolscore.storage.history_pruning import prune_history
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.telemetry import load_spans, spans_table, store_spans
-from toolscore.storage.traces import number_traces, trace_numbers, traces_table
+from toolscore.storage.traces import number_traces, traces_table
 
 
 def _count(engine: Engine) -> int:
@@ -62,13 +64,43 @@ def test_traces_are_numbered_in_arrival_order_and_keep_their_number(engine: Engi
     assert {s.trace_id for s in loaded} == {first[0].trace_id}
 
 
-def test_trace_numbers_reads_without_making_numbers(engine: Engine) -> None:
-    spans, _ = conversation("one", "c1")
+def _conversations(engine: Engine) -> dict[str, str | None]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(traces_table.c.trace_id, traces_table.c.conversation_id))
+        return {str(t).lstrip("0"): c for t, c in rows}
+
+
+def test_a_trace_s_conversation_is_stored_on_its_numbered_row(engine: Engine) -> None:
+    spans, logs = conversation("conv", "a1")
+    loner = dataclasses.replace(logs[0], trace_id="b2".zfill(32))
+    store(engine, spans, [*logs, loner], 1)
+    assert _conversations(engine) == {"a1": "conv", "b2": "b2".zfill(32)}, (
+        "the spans' trace on the row store_telemetry numbered; a trace with log records only "
+        "numbered by the hook, its own conversation"
+    )
+    numbers = _numbers(engine)
+    store(engine, spans[:2], [], 2)  # a resend: same row, same conversation
+    assert _numbers(engine) == numbers
+    assert _conversations(engine)["a1"] == "conv"
+
+
+def test_migration_0015_puts_each_conversation_on_its_trace_s_row(db_url: str) -> None:
+    upgrade(db_url, "0014")
+    engine = create_engine(db_url)
     with engine.begin() as conn:
-        store_spans(conn, spans, 1)
-        known = trace_numbers(conn, [spans[0].trace_id, "f" * 32])
-    assert list(known) == [spans[0].trace_id]
-    assert set(_numbers(engine)) == {"c1"}
+        conn.exec_driver_sql("INSERT INTO traces (trace_id) VALUES ('a1'), ('b2')")
+        conn.exec_driver_sql(
+            "INSERT INTO conversation_traces VALUES ('a1', 'conv'), ('c3', 'logs-only')"
+        )
+    numbers = _numbers(engine)
+    upgrade(db_url)
+    assert _conversations(engine) == {"a1": "conv", "b2": None, "c3": "logs-only"}
+    after = _numbers(engine)
+    assert {t: after[t] for t in numbers} == numbers, "numbers kept"
+    assert after["c3"] > max(numbers.values()), "a trace without a number gets the next one"
+    with engine.connect() as conn:
+        assert "conversation_traces" not in inspect(conn).get_table_names()
+    engine.dispose()
 
 
 def test_migration_0014_numbers_an_existing_database(db_url: str) -> None:
@@ -119,8 +151,8 @@ def test_history_retention_keeps_a_number_ingest_holds(postgres_url: str) -> Non
     pruner.join()
     assert not waited, "history retention waited for ingest instead of skipping the trace"
     assert results == [0], "the conversation whose trace ingest held is not deleted"
+    assert _numbers(engine) == {trace_id.lstrip("0"): held[trace_id]}
     with engine.connect() as conn:
-        assert trace_numbers(conn, [trace_id]) == held
         assert [s.span_id for s in load_spans(conn, [trace_id])] == [spans[0].span_id]
     engine.dispose()
 

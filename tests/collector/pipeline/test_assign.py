@@ -11,7 +11,8 @@ from sqlalchemy import Engine, event, select
 from tests.collector.pipeline.spans import sid, span, tid
 from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
-from toolscore.storage.pipeline import conversation_traces, conversations, evaluations
+from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.traces import traces_table
 
 CONFIG = AssignConfig(conversation_keys=("gen_ai.conversation.id", "session.id"))
 
@@ -30,7 +31,9 @@ def conv(engine: Engine, conv_id: str) -> dict[str, Any] | None:
 
 def traces_of(engine: Engine) -> dict[str, str]:
     with engine.connect() as conn:
-        return dict(conn.execute(select(conversation_traces)).all())
+        t = traces_table.c
+        rows = select(t.trace_id, t.conversation_id).where(t.conversation_id.is_not(None))
+        return {str(trace): str(conv) for trace, conv in conn.execute(rows)}
 
 
 def test_a_trace_without_conversation_key_is_its_own_conversation(engine: Engine) -> None:
