@@ -19,18 +19,20 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, case, false, func, select, true
+from sqlalchemy.engine import Dialect
 
 from toolscore.storage.chunks import chunks
 from toolscore.storage.dialect import (
     execute_prepared,
-    in_list,
     insert_dialect,
     insert_for,
     one_writer,
 )
+from toolscore.storage.dialect_rows import each_id
 from toolscore.storage.pipeline import STATUS_OPEN, conversations, evaluations
 from toolscore.storage.traces import traces_table
 
@@ -89,17 +91,22 @@ def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, Tra
 def _read_assigned(conn: Connection, trace_ids: Sequence[str]) -> dict[str, TraceState]:
     found: dict[str, TraceState] = {}
     for chunk in chunks(trace_ids):
-        # Driver SQL: this runs in every ingest transaction (the statement text per chunk size
-        # is cached by both drivers); SQLAlchemy's own processing cost more than the query.
-        rows = conn.exec_driver_sql(
-            "SELECT t.trace_id, t.conversation_id, c.last_trace_id, c.reference_id "
-            "FROM traces t LEFT OUTER JOIN conversations c ON c.id = t.conversation_id "
-            f"WHERE t.trace_id IN {in_list(conn, len(chunk))} AND t.conversation_id IS NOT NULL",
-            tuple(chunk),
-        )
+        rows = conn.execute(_assigned(conn.dialect), {"ids": chunk})
         for trace_id, conversation_id, last, ref in rows:
             found[trace_id] = TraceState(conversation_id, False, last, ref)
     return found
+
+
+@cache
+def _assigned(dialect: Dialect) -> Any:
+    """Built once: every ingest transaction runs it. Looked up trace by trace (each_id): a plan
+    made while the tables were small (a fresh database, statistics never gathered) would
+    otherwise keep scanning them whole as they grow."""
+    t, c = traces_table.c, conversations.c
+    query = select(t.trace_id, t.conversation_id, c.last_trace_id, c.reference_id).select_from(
+        traces_table.outerjoin(conversations, c.id == t.conversation_id)
+    )
+    return each_id(dialect, query.where(t.conversation_id.is_not(None)), t.trace_id)
 
 
 def _assign_new(conn: Connection, assignments: Mapping[str, str]) -> set[str]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from toolscore.storage import conversations, leases, migrate, telemetry, traces
+from toolscore.storage import assignments, conversations, leases, migrate, telemetry, traces
 from toolscore.storage.engine import create_engine
 
 
@@ -32,6 +32,12 @@ def engine(postgres_url: str) -> Iterator[Engine]:
             "INSERT INTO spans SELECT 't' || (g / 10), 's' || g, NULL, 'n', 0, g, g, 0, '', "
             "'{}', '{}', '', '', '[]', '[]', g, t.seq FROM generate_series(0, 19999) g "
             "JOIN traces t ON t.trace_id = 't' || (g / 10)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO conversations (id, status, first_seen_at, last_span_at, "
+            "last_span_received_ns, needs_scoring, last_trace_id, revision) "
+            "SELECT 'c' || g, 'open', now(), now(), g, false, 't' || g, 0 "
+            "FROM generate_series(0, 1999) g"
         )
     try:
         yield eng
@@ -52,6 +58,7 @@ def _plan(conn: Connection, stmt: Any, ids: list[str]) -> str:
         (traces._held, [f"t{i}" for i in range(0, 2000, 10)]),
         (leases._counts, [f"c{i}" for i in range(0, 2000, 10)]),
         (conversations._traces, [f"c{i}" for i in range(0, 2000, 10)]),
+        (assignments._assigned, [f"t{i}" for i in range(0, 2000, 27)]),  # 74: a request's
     ],
 )
 def test_round_reads_look_rows_up_by_index(engine: Engine, build: Any, ids: list[str]) -> None:
@@ -59,6 +66,7 @@ def test_round_reads_look_rows_up_by_index(engine: Engine, build: Any, ids: list
         plan = _plan(conn, build(conn.dialect), ids)
     assert "Seq Scan on spans" not in plan, plan
     assert "Seq Scan on traces" not in plan, plan
+    assert "Seq Scan on conversations" not in plan, plan
 
 
 def test_connections_run_without_jit(engine: Engine) -> None:
