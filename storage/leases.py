@@ -131,7 +131,7 @@ def span_counts(conn: Connection, conversation_ids: Sequence[str]) -> Mapping[st
     Reads the spans' primary-key index only, so it is cheap next to loading the spans.
     """
     counts: dict[str, int] = {}
-    for chunk in chunks(list(conversation_ids)):
+    for chunk in chunks(conversation_ids):
         for conv, n in conn.execute(_counts(conn.dialect), {"ids": chunk}):
             if n:
                 counts[conv] = counts.get(conv, 0) + int(n)
@@ -160,7 +160,7 @@ def renew_leases(
     returns the ids still claimed by it (a claim already taken over is not taken back)."""
     c = conversations.c
     renewed: list[str] = []
-    for chunk in chunks(list(conversation_ids)):
+    for chunk in chunks(conversation_ids):
         stmt = (
             conversations.update()
             .where(c.id.in_(chunk), c.claimed_by == worker_id)

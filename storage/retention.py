@@ -146,7 +146,7 @@ def mark(conn: Connection, ids: Sequence[str], cutoff_ns: int) -> list[Marked]:
         current = {str(r.id): r.revision for r in locked if r.id in chunk}
         rows = conn.execute(
             select(t.conversation_id, t.revision, func.count())
-            .where(t.conversation_id.in_(list(chunk)))
+            .where(t.conversation_id.in_(chunk))
             .group_by(t.conversation_id, t.revision)
         )
         for conversation_id, revision, n in rows:
@@ -283,8 +283,8 @@ def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
     """For each pruned conversation of ``ids``: its mark and the calls a scoring carries over."""
     t = tool_calls.c
     out: dict[str, Carried] = {}
-    for chunk in chunks(list(ids)):
-        rows = conn.execute(_marked(conn.dialect), {"ids": list(chunk)}).all()
+    for chunk in chunks(ids):
+        rows = conn.execute(_marked(conn.dialect), {"ids": chunk}).all()
         if not rows:
             continue
         calls: dict[str, list[dict[str, Any]]] = {str(r.id): [] for r in rows}
@@ -314,7 +314,7 @@ def marks(conn: Connection, trace_to_conversation: Mapping[str, str]) -> dict[st
     for chunk in chunks(ids):
         rows = conn.execute(
             select(c.id, c.pruned_through_ns).where(
-                c.id.in_(list(chunk)), c.pruned_through_ns.is_not(None)
+                c.id.in_(chunk), c.pruned_through_ns.is_not(None)
             )
         )
         found.update({str(i): int(n) for i, n in rows})

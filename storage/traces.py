@@ -64,7 +64,7 @@ def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int
         found.update((str(trace), int(seq)) for trace, seq in new)
         stored = [t for t in missing if t not in found]
         for chunk in chunks(stored):
-            rows = conn.execute(_held(conn.dialect), {"ids": list(chunk)})
+            rows = conn.execute(_held(conn.dialect), {"ids": chunk})
             found.update((str(trace), int(seq)) for trace, seq in rows)
     missing = [t for t in wanted if t not in found]
     if missing:
