@@ -16,11 +16,12 @@ as long as copying ``spans``; each step is logged with its row count.
 
 from __future__ import annotations
 
-import logging
 import time
 
 import sqlalchemy as sa
 from alembic import op
+
+from toolscore.storage.migrations.steps import log_step, run_step
 
 revision = "0014"
 down_revision = "0013"
@@ -28,14 +29,6 @@ branch_labels = None
 depends_on = None
 
 INT64 = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-log = logging.getLogger("toolscore.migrate")
-
-
-def _step(what: str, sql: str) -> None:
-    started = time.monotonic()
-    rows = op.get_bind().exec_driver_sql(sql).rowcount
-    counted = f"{rows} rows in " if rows >= 0 else ""  # DDL counts no rows
-    log.info("migration 0014: %s: %s%.1f s", what, counted, time.monotonic() - started)
 
 
 def _postgresql() -> bool:
@@ -50,20 +43,23 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("seq", name="pk_traces"),
         sa.UniqueConstraint("trace_id", name="uq_traces_trace_id"),
     )
-    _step(
+    run_step(
+        "0014",
         "numbering the stored traces",
         "INSERT INTO traces (trace_id) SELECT trace_id FROM spans GROUP BY trace_id "
         "ORDER BY min(start_ns), trace_id",
     )
     op.add_column("spans", sa.Column("trace_seq", INT64, nullable=True))
-    _step(
+    run_step(
+        "0014",
         "giving every span its trace's number",
         "UPDATE spans SET trace_seq = t.seq FROM traces t WHERE t.trace_id = spans.trace_id",
     )
     if _postgresql():
         op.execute("ALTER TABLE spans ALTER COLUMN trace_seq SET NOT NULL")
         op.execute("ALTER TABLE spans DROP CONSTRAINT pk_spans")
-        _step(
+        run_step(
+            "0014",
             "rebuilding the span key",
             "ALTER TABLE spans ADD CONSTRAINT pk_spans PRIMARY KEY (trace_seq, span_id, start_ns)",
         )
@@ -73,7 +69,7 @@ def upgrade() -> None:
         batch.alter_column("trace_seq", existing_type=INT64, nullable=False)
         batch.drop_constraint("pk_spans", type_="primary")
         batch.create_primary_key("pk_spans", ["trace_seq", "span_id"])
-    log.info("migration 0014: rebuilding the span key: %.1f s", time.monotonic() - started)
+    log_step("0014", "rebuilding the span key", started)
 
 
 def downgrade() -> None:

@@ -13,42 +13,35 @@ with its row count.
 
 from __future__ import annotations
 
-import logging
-import time
-
 import sqlalchemy as sa
 from alembic import op
+
+from toolscore.storage.migrations.steps import run_step
 
 revision = "0015"
 down_revision = "0014"
 branch_labels = None
 depends_on = None
 
-log = logging.getLogger("toolscore.migrate")
-
-
-def _step(what: str, sql: str) -> None:
-    started = time.monotonic()
-    rows = op.get_bind().exec_driver_sql(sql).rowcount
-    counted = f"{rows} rows in " if rows >= 0 else ""  # DDL counts no rows
-    log.info("migration 0015: %s: %s%.1f s", what, counted, time.monotonic() - started)
-
 
 def upgrade() -> None:
     op.add_column("traces", sa.Column("conversation_id", sa.Text(), nullable=True))
-    _step(
+    run_step(
+        "0015",
         "giving the numbered traces their conversations",
         "UPDATE traces SET conversation_id = ct.conversation_id FROM conversation_traces ct "
         "WHERE ct.trace_id = traces.trace_id",
     )
-    _step(
+    run_step(
+        "0015",
         "numbering the traces that have a conversation but no number",
         "INSERT INTO traces (trace_id, conversation_id) "
         "SELECT ct.trace_id, ct.conversation_id FROM conversation_traces ct "
         "WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = ct.trace_id) "
         "ORDER BY ct.trace_id",
     )
-    _step(
+    run_step(
+        "0015",
         "indexing the traces by conversation",
         "CREATE INDEX ix_traces_conversation_id ON traces (conversation_id)",
     )
