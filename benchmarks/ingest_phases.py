@@ -38,6 +38,7 @@ from toolscore.collector.pipeline.assign import AssignConfig, _summarise
 from toolscore.storage import assignments
 from toolscore.storage.engine import create_engine
 from toolscore.storage.telemetry import insert_keyed_spans, keyed_span_rows, span_values
+from toolscore.storage.traces import number_traces
 
 PHASES = ("rows", "numbers", "spans", "read", "insert", "upsert", "commit", "total")
 WARM = (  # the indexes every ingest request writes
@@ -81,13 +82,14 @@ def _one(engine: Any, spans: list[Any], config: AssignConfig) -> dict[str, float
     marks.append(time.perf_counter())
     with engine.connect() as conn:
         conn.begin()
-        keyed = keyed_span_rows(conn, rows)
+        numbered = number_traces(conn, {row[0] for row in rows})
+        keyed = keyed_span_rows(rows, numbered.numbers)
         marks.append(time.perf_counter())
         insert_keyed_spans(conn, keyed)
         marks.append(time.perf_counter())
         traces = _summarise(spans, [], config)
         proposed = {t.trace_id: t.named or t.trace_id for t in traces}
-        known = assignments._read_assigned(conn, sorted(proposed))
+        known = assignments._read_assigned(conn, sorted(proposed.keys() - numbered.new))
         marks.append(time.perf_counter())
         new = {t: proposed[t] for t in sorted(proposed.keys() - known.keys())}
         assignments._assign_new(conn, new)

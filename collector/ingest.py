@@ -45,18 +45,25 @@ from toolscore.storage.telemetry import log_row, span_values, store_telemetry
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One ingest transaction's telemetry, as it stands before the commit."""
+
+    # Each (trace_id, span_id) of the batch once, whether or not it was already stored (a resend).
+    spans: Sequence[SpanRecord]
+    logs: Sequence[LogRecordData]
+    numbered: frozenset[str]  # traces new to the database (storage.traces.Numbered.new)
+
+
 class IngestHook(Protocol):
     """Called inside the ingest transaction, before commit, with the batch being stored.
 
-    ``spans`` holds each (trace_id, span_id) of the batch once, whether or not it was already
-    stored (a resend); hooks must be idempotent. An exception rolls the whole batch back and its
-    requests get a retryable error (unless it is a data fault: see the module docstring); the
-    hook may then be called again with part of the batch.
+    Hooks must be idempotent: a batch may hold a resend. An exception rolls the whole batch
+    back and its requests get a retryable error (unless it is a data fault: see the module
+    docstring); the hook may then be called again with part of the batch.
     """
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None: ...
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,9 +240,9 @@ class IngestWriter:
         span_rows = [span_values(s, now, cache) for s in spans]
         log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
         with self._engine.begin() as conn:
-            store_telemetry(conn, span_rows, log_rows)
+            stored = StoredBatch(spans, logs, store_telemetry(conn, span_rows, log_rows))
             for hook in self._hooks:
-                hook.on_batch(conn, spans, logs)
+                hook.on_batch(conn, stored)
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.batch_items.observe(len(spans) + len(logs))
 

@@ -17,7 +17,7 @@ no row locks.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -57,15 +57,19 @@ class ConversationTouch:
     reference_id: str | None  # proposed; a reference id already stored wins
 
 
-def claim_traces(conn: Connection, proposed: Mapping[str, str]) -> dict[str, TraceState]:
+def claim_traces(
+    conn: Connection, proposed: Mapping[str, str], numbered: Collection[str] = frozenset()
+) -> dict[str, TraceState]:
     """Assign each new trace of ``proposed`` (trace id -> its named conversation, else itself);
     read the rest, locking those a concurrent transaction may move: traces still in their
     trace-keyed conversation and new ones another transaction assigned first. A trace in a
-    named conversation never moves, so it is read without a lock.
+    named conversation never moves, so it is read without a lock. Traces of ``numbered``, which
+    this transaction numbered (``storage.traces.Numbered.new``), have no conversation yet: they
+    are not looked up.
 
     A trace that already has a conversation keeps it here (moves are :func:`move_traces`).
     """
-    known = _read_assigned(conn, sorted(proposed))
+    known = _read_assigned(conn, sorted(proposed.keys() - set(numbered)))
     unknown = sorted(proposed.keys() - known.keys())
     inserted = _assign_new(conn, {t: proposed[t] for t in unknown})
     states = {t: TraceState(proposed[t], True, None, None) for t in inserted}

@@ -263,22 +263,22 @@ def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
 
 def store_telemetry(
     conn: Connection, span_rows: Sequence[tuple[Any, ...]], log_rows: Sequence[Mapping[str, Any]]
-) -> None:
+) -> frozenset[str]:
     """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
     stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL). The spans'
-    traces are numbered first (storage/traces.py), under locks held until the caller commits."""
-    insert_keyed_spans(conn, keyed_span_rows(conn, span_rows))
+    traces are numbered first (storage/traces.py), under locks held until the caller commits.
+    Returns the traces this transaction numbered (``Numbered.new``)."""
+    numbered = number_traces(conn, {row[0] for row in span_rows})
+    insert_keyed_spans(conn, keyed_span_rows(span_rows, numbered.numbers))
     insert_ignore_duplicates(conn, log_records_table, log_rows)
+    return numbered.new
 
 
 def keyed_span_rows(
-    conn: Connection, span_rows: Sequence[tuple[Any, ...]]
+    span_rows: Sequence[tuple[Any, ...]], numbers: Mapping[str, int]
 ) -> list[tuple[Any, ...]]:
-    """``span_rows`` (of :func:`span_values`) with their trace's number appended, made for new
-    traces (:func:`toolscore.storage.traces.number_traces`): rows of KEYED_SPAN_COLUMNS."""
-    if not span_rows:
-        return []
-    numbers = number_traces(conn, {row[0] for row in span_rows})
+    """``span_rows`` (of :func:`span_values`) with their trace's number appended (of
+    :func:`toolscore.storage.traces.number_traces`): rows of KEYED_SPAN_COLUMNS."""
     return [(*row, numbers[row[0]]) for row in span_rows]
 
 
@@ -291,10 +291,13 @@ def insert_keyed_spans(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> Non
     )
 
 
-def store_spans(conn: Connection, spans: Sequence[SpanRecord], received_at_ns: int) -> None:
-    """Store ``spans`` as ingest does (tests and tools that write spans directly)."""
+def store_spans(
+    conn: Connection, spans: Sequence[SpanRecord], received_at_ns: int
+) -> frozenset[str]:
+    """Store ``spans`` as ingest does (tests and tools that write spans directly); returns
+    what :func:`store_telemetry` returns."""
     cache: dict[int, str] = {}
-    store_telemetry(conn, [span_values(s, received_at_ns, cache) for s in spans], ())
+    return store_telemetry(conn, [span_values(s, received_at_ns, cache) for s in spans], ())
 
 
 def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:

@@ -16,6 +16,7 @@ delete a number that spans are being stored under. SQLite's one write lock does 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
@@ -49,19 +50,31 @@ def _held(dialect: Dialect) -> Any:
     return key_share_in(dialect, each_id(dialect, select(t.trace_id, t.seq), t.trace_id))
 
 
-def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class Numbered:
+    """What :func:`number_traces` did."""
+
+    numbers: dict[str, int]  # trace id -> its number
+    # Numbered by this transaction: no other transaction sees them before it commits, and they
+    # have no conversation yet (the conversation hook need not look them up).
+    new: frozenset[str]
+
+
+def number_traces(conn: Connection, trace_ids: Collection[str]) -> Numbered:
     """The number of each of ``trace_ids``, made for those without one; held until the
     caller's transaction ends (see the module docstring). Trace id order throughout, as every
     transaction that locks these rows takes them (no deadlock between concurrent requests)."""
     wanted = sorted(set(trace_ids))
     found: dict[str, int] = {}
+    new: set[str] = set()
     for _ in range(_ATTEMPTS):
         missing = [t for t in wanted if t not in found]
         if not missing:
-            return found
+            return Numbered(found, frozenset(new))
         # rows this transaction inserts are its own until it commits: no lock needed
-        new = insert_new_ids(conn, traces_table, "trace_id", missing, "seq")
-        found.update((str(trace), int(seq)) for trace, seq in new)
+        for trace, seq in insert_new_ids(conn, traces_table, "trace_id", missing, "seq"):
+            found[str(trace)] = int(seq)
+            new.add(str(trace))
         stored = [t for t in missing if t not in found]
         for chunk in chunks(stored):
             rows = conn.execute(_held(conn.dialect), {"ids": chunk})
@@ -69,4 +82,4 @@ def number_traces(conn: Connection, trace_ids: Collection[str]) -> dict[str, int
     missing = [t for t in wanted if t not in found]
     if missing:
         raise RuntimeError(f"trace {missing[0]} lost its number {_ATTEMPTS} times in a row")
-    return found
+    return Numbered(found, frozenset(new))

@@ -13,15 +13,16 @@ a trace reaches the trace's conversation, and the first one stored for a convers
 (conflicting later ones, from any of its traces, are ignored). See ``storage.assignments`` for
 why concurrent transactions (several servers) cannot lose a move or a reference id.
 
-Cost per ingest batch, whatever its size: one ``SELECT`` of known traces, one insert of new trace
-assignments, one upsert of conversations; on PostgreSQL one locking ``SELECT`` of the known
-traces still in their trace-keyed conversation; a few small statements only when traces move.
+Cost per ingest batch, whatever its size: one ``SELECT`` of the traces the batch did not number
+(none when all are new), one insert of new trace assignments, one upsert of conversations; on
+PostgreSQL one locking ``SELECT`` of the known traces still in their trace-keyed conversation;
+a few small statements only when traces move.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from toolscore.collector.conversation_keys import (
@@ -106,14 +107,16 @@ def assign_spans(
     received_at_ns: int,
     config: AssignConfig,
     log_trace_ids: Iterable[str] = (),
+    numbered: Collection[str] = frozenset(),
 ) -> AssignResult:
-    """Record the conversations of ``spans`` (one ingest batch) in the caller's transaction."""
+    """Record the conversations of ``spans`` (one ingest batch) in the caller's transaction;
+    ``numbered``: the traces it numbered (``storage.traces.Numbered.new``), not looked up."""
     traces = _summarise(spans, log_trace_ids, config)
     if not traces:
         return AssignResult(0, 0, 0)
     # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
     # row (locked if it may still move) and the plan below decides whether it moves.
-    states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces})
+    states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces}, numbered)
     plan = _plan(traces, states)
     move_traces(conn, plan.moves)
     upsert_conversations(conn, plan.touched, received_at_ns)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.ingest import StoredBatch
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.storage.database import Connection
@@ -30,16 +30,15 @@ class ConversationHook:
         self._notify = notify
         self._clock_ns = clock_ns
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
         now = self._clock_ns()
         result = assign_spans(
             conn,
-            spans,
+            batch.spans,
             received_at_ns=now,
             config=self.config,
-            log_trace_ids=[r.trace_id for r in logs if r.trace_id],
+            log_trace_ids=[r.trace_id for r in batch.logs if r.trace_id],
+            numbered=batch.numbered,
         )
         if result.conversations and self._notify is not None:
             self._notify(now + self.timing.idle_ns)

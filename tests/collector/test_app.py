@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.app import App, AppContext, Extension, StartupError
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.ingest import StoredBatch
+from toolscore.collector.model import SpanRecord
 from toolscore.collector.settings import Listen, Settings
 from toolscore.storage.telemetry import spans_table
 
@@ -34,10 +34,8 @@ class Recorder:
     async def stop(self) -> None:
         self.log.append(f"stop {self.name}")
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
-        self.log.append(f"batch {self.name} {len(spans)}")
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
+        self.log.append(f"batch {self.name} {len(batch.spans)}")
 
 
 def test_components_start_after_the_database_and_stop_in_reverse(sqlite_url: str) -> None:

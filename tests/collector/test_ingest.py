@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
 
 import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
-from toolscore.collector.ingest import IngestConfig, IngestWriter
+from toolscore.collector.ingest import IngestConfig, IngestWriter, StoredBatch
 from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
@@ -35,12 +34,10 @@ class RecordingHook:
         self.calls: list[tuple[int, int, int]] = []
         self.fail_times = fail_times
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
         # runs inside the transaction: the batch's rows are visible to it
         stored = conn.execute(select(func.count()).select_from(spans_table)).scalar_one()
-        self.calls.append((len(spans), len(logs), stored))
+        self.calls.append((len(batch.spans), len(batch.logs), stored))
         if self.fail_times:
             self.fail_times -= 1
             raise RuntimeError("injected failure before commit")
@@ -172,7 +169,7 @@ def test_queue_bound_refuses_with_a_retryable_error(sqlite_url: str) -> None:
     config = IngestConfig(max_queued_items=100, retry_after_s=0.5)
 
     class SlowHook:
-        def on_batch(self, conn: Connection, spans: Sequence[SpanRecord], logs: object) -> None:
+        def on_batch(self, conn: Connection, batch: object) -> None:
             import time
 
             time.sleep(0.3)

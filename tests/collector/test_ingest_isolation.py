@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import StorageUnavailable, UnstorableData, status_for
-from toolscore.collector.ingest import IngestConfig, IngestWriter
+from toolscore.collector.ingest import IngestConfig, IngestWriter, StoredBatch
 from toolscore.collector.metrics import Metrics
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.hook import ConversationHook
@@ -76,10 +76,8 @@ class BatchSizes:
     def __init__(self) -> None:
         self.sizes: list[int] = []
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
-        self.sizes.append(len(spans))
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
+        self.sizes.append(len(batch.spans))
 
 
 def _count(url: str, table: object = spans_table) -> int:

@@ -9,14 +9,14 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Sequence
 
 import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import ShuttingDown, StorageUnavailable
+from toolscore.collector.ingest import StoredBatch
 from toolscore.collector.metrics import Metrics
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.model import SpanRecord
 from toolscore.collector.watchdog import Probe, Watchdog
 from toolscore.collector.writer_guard import GuardedWriter
 from toolscore.storage.engine import create_engine
@@ -43,9 +43,7 @@ class BlockingHook:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
         self.entered.set()
         self.release.wait(30)
 

@@ -51,7 +51,7 @@ class Gate:
         self.release = threading.Event()
         self._hold_s = hold_s  # None: until released; else each batch takes this long
 
-    def on_batch(self, conn: Any, spans: Any, logs: Any) -> None:
+    def on_batch(self, conn: Any, batch: Any) -> None:
         self.entered.set()
         if self._hold_s is None:
             assert self.release.wait(30), "gate never released"

@@ -50,7 +50,7 @@ GOOD_SPANS = 20
 class SlowBatches:
     """Ingest hook: each transaction takes 20 ms longer, so concurrent requests share it."""
 
-    def on_batch(self, conn: Any, spans: Any, logs: Any) -> None:
+    def on_batch(self, conn: Any, batch: Any) -> None:
         time.sleep(0.02)
 
     def extension(self, ctx: AppContext) -> Extension:

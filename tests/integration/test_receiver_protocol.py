@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 
 from tests.integration.serve_harness import RunningServer, count_rows, server_settings
 from toolscore.collector.app import AppContext, Extension
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.collector.ingest import StoredBatch
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
@@ -229,9 +229,7 @@ def test_metrics_count_accepted_rejected_and_failed(srv: RunningServer) -> None:
 class _SlowHook:
     """Holds each ingest transaction open, so that the queue fills up."""
 
-    def on_batch(
-        self, conn: Connection, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-    ) -> None:
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
         time.sleep(1.0)
 
 

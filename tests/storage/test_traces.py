@@ -64,6 +64,18 @@ def test_traces_are_numbered_in_arrival_order_and_keep_their_number(engine: Engi
     assert {s.trace_id for s in loaded} == {first[0].trace_id}
 
 
+def test_a_transaction_reports_the_traces_it_numbered(engine: Engine) -> None:
+    first, _ = conversation("one", "b1")
+    second, _ = conversation("two", "a1")
+    with engine.begin() as conn:
+        assert store_spans(conn, first[:2], 1) == {first[0].trace_id}
+    with engine.begin() as conn:
+        new = store_spans(conn, first + second, 2)  # b1 is known: only a1 is new
+    assert new == {second[0].trace_id}
+    with engine.begin() as conn:
+        assert store_spans(conn, first + second, 3) == frozenset(), "a resend numbers nothing"
+
+
 def _conversations(engine: Engine) -> dict[str, str | None]:
     with engine.connect() as conn:
         rows = conn.execute(select(traces_table.c.trace_id, traces_table.c.conversation_id))
@@ -151,7 +163,7 @@ def test_history_retention_keeps_a_number_ingest_holds(postgres_url: str) -> Non
     pruner.join()
     assert not waited, "history retention waited for ingest instead of skipping the trace"
     assert results == [0], "the conversation whose trace ingest held is not deleted"
-    assert _numbers(engine) == {trace_id.lstrip("0"): held[trace_id]}
+    assert _numbers(engine) == {trace_id.lstrip("0"): held.numbers[trace_id]}
     with engine.connect() as conn:
         assert [s.span_id for s in load_spans(conn, [trace_id])] == [spans[0].span_id]
     engine.dispose()

@@ -12,6 +12,7 @@ from tests.collector.pipeline.spans import sid, span, tid
 from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
 from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.telemetry import store_spans
 from toolscore.storage.traces import traces_table
 
 CONFIG = AssignConfig(conversation_keys=("gen_ai.conversation.id", "session.id"))
@@ -181,3 +182,39 @@ def test_a_large_batch_costs_a_few_statements(engine: Engine) -> None:
     # one SELECT of known traces, one upsert of trace assignments, one of conversations
     # (SQLAlchemy may split a many-row INSERT into a few "insertmanyvalues" batches)
     assert len(statements) <= 6, statements
+
+
+def stored(engine: Engine, spans: Sequence[SpanRecord], reads: list[str]) -> AssignResult:
+    """Store ``spans`` and assign them as the ingest hook does; the hook's SELECTs (statement
+    and parameters) go to ``reads``."""
+
+    def record(*args: Any) -> None:
+        if args[2].lstrip().upper().startswith("SELECT"):
+            reads.append(f"{args[2]} {args[3]}")
+
+    with engine.begin() as conn:
+        numbered = store_spans(conn, spans, 10**18)
+        event.listen(conn, "before_cursor_execute", record)
+        return assign_spans(conn, spans, received_at_ns=10**18, config=CONFIG, numbered=numbered)
+
+
+def test_traces_the_batch_numbered_are_assigned_without_looking_them_up(engine: Engine) -> None:
+    reads: list[str] = []
+    result = stored(
+        engine, [span(f"n{t}", "1", attrs={"session.id": "s"}) for t in range(5)], reads
+    )
+    assert result == AssignResult(conversations=1, new_traces=5, moved_traces=0)
+    assert traces_of(engine) == {tid(f"n{t}"): "s" for t in range(5)}
+    assert reads == [], "a trace this transaction numbered has no conversation to read"
+
+
+def test_known_and_new_traces_in_one_batch_are_both_assigned(engine: Engine) -> None:
+    stored(engine, [span("k1", "2", "1")], [])  # first seen unnamed: its own conversation
+    reads: list[str] = []
+    named = {"session.id": "s"}
+    result = stored(engine, [span("k1", "1", attrs=named), span("k2", "1", attrs=named)], reads)
+    assert result == AssignResult(conversations=1, new_traces=1, moved_traces=1)
+    assert traces_of(engine) == {tid("k1"): "s", tid("k2"): "s"}
+    assert conv(engine, tid("k1")) is None, "the trace-keyed conversation was dropped"
+    assert reads and tid("k1") in reads[0], "the trace stored before is looked up"
+    assert not any(tid("k2") in r for r in reads), "the one this batch numbered is not"
