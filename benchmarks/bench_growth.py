@@ -82,14 +82,16 @@ def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
 class _Serve:
     """A real ``toolscore serve`` process on ``url`` (HTTP on a free port, scoring on)."""
 
-    def __init__(self, url: str, retention: str = "forever") -> None:
+    def __init__(self, url: str, retention: str = "forever", scoring: bool = True) -> None:
         self.url = url
         self.retention = retention
+        self.scoring = scoring
         self.log = Path(tempfile.mkstemp(prefix="bench-growth-", suffix=".log")[1])
 
     def __enter__(self) -> _Serve:
         flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--root-idle", "1"]
         flags += ["--span-retention", self.retention]  # forever: what is grown stays
+        flags += [] if self.scoring else ["--no-scoring"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCORE_")}
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
@@ -192,12 +194,12 @@ def _p99(values: list[float]) -> float:
 
 
 def measure(
-    url: str, rate: float, duration: float, retention: str
+    url: str, rate: float, duration: float, retention: str, scoring: bool = True
 ) -> tuple[dict[str, float], list[float]]:
     """One run: its figures, and every request's latency (seconds)."""
     prefix = f"m{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, _Serve(url, retention) as server:
+    with ctx.Manager() as manager, _Serve(url, retention, scoring) as server:
         result = manager.dict()
         time.sleep(3)  # scoring processes started
         cpu0, child_cpu0 = server.cpu_s()
@@ -206,7 +208,8 @@ def measure(
         load.join()
         sent = dict(result)
         expected = len(sent["latencies"]) * TRACES_PER_REQUEST
-        scoring, _ = _latencies(url, prefix, expected, timeout=120)
+        # without scoring every conversation counts as scored at once (no latency to wait for)
+        scored = _latencies(url, prefix, expected, timeout=120)[0] if scoring else [0.0] * expected
         rss, child_rss = server.rss_mb()
         cpu1, child_cpu1 = server.cpu_s()
     stored = len(sent["latencies"]) * SPANS_PER_TRACE * TRACES_PER_REQUEST
@@ -214,11 +217,11 @@ def measure(
         "spans_per_s": stored / sent["seconds"],
         # CPU per unit of work: what a loaded machine changes least
         "server_us_per_span": 1e6 * (cpu1 - cpu0) / max(1, stored),
-        "scoring_ms_per_conv": 1e3 * (child_cpu1 - child_cpu0) / max(1, len(scoring)),
+        "scoring_ms_per_conv": 1e3 * (child_cpu1 - child_cpu0) / max(1, len(scored)),
         "failed": sent["failed"],
         "request_p99_ms": 1000 * _p99(sent["latencies"]),
-        "scored": len(scoring) / max(1, expected),
-        "scoring_p99_s": _p99(scoring),
+        "scored": len(scored) / max(1, expected),
+        "scoring_p99_s": _p99(scored),
         "rss_mb": rss,
         "child_rss_mb": child_rss,
     }
@@ -251,7 +254,9 @@ def measure_pairs(
         _prepare(fresh)
         order = [("grown", grown), ("fresh", fresh)]
         for side, url in order if i % 2 == 0 else order[::-1]:
-            figures, latencies = measure(url, args.rate, args.duration, args.span_retention)
+            figures, latencies = measure(
+                url, args.rate, args.duration, args.span_retention, not args.no_scoring
+            )
             sides[side].append(figures)
             requests[side] += latencies
         dbs.drop(fresh)
@@ -333,6 +338,9 @@ def main() -> None:
     )
     parser.add_argument("--postgres", metavar="URL", help="an admin URL: databases are made")
     parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument(
+        "--no-scoring", action="store_true", help="serve --no-scoring: ingest alone, no scoring"
+    )
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--keep", action="store_true", help="keep the databases made")
     parser.add_argument(

@@ -6,10 +6,10 @@ number), inserting the spans, reading the traces' assignments, inserting
 new assignments, upserting the conversations, committing. ``--other-commits`` runs a second
 process that commits a one-row write every 50 ms, as the scoring processes do, so whatever
 another process's commit costs this connection (on SQLite, its page cache) is in the figures.
-``--cache-mib`` sets this connection's SQLite page cache; ``--warm`` first reads the
-random-keyed indexes the ingest path writes into it; ``--evict`` first drops the file from the
-page cache (what this VM's reclaimer does to pages idle for a minute). Reported: medians over
-the second half of the requests (the first half warms up).
+``--cache-mib`` sets this connection's SQLite page cache (``--mmap-mib`` its mmap_size);
+``--warm`` first reads the random-keyed indexes the ingest path writes into it; ``--evict`` first
+drops the file from the page cache (what this VM's reclaimer does to pages idle for a minute).
+Reported: medians over the second half of the requests (the first half warms up).
 
     cd benchmarks && python ingest_phases.py --db sqlite:////work/growthdata/grown.db \\
         --requests 300 [--other-commits] [--cache-mib 1024 --warm] [--evict]
@@ -109,15 +109,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--other-commits", action="store_true")
     parser.add_argument("--cache-mib", type=int, help="SQLite page cache of this connection")
+    parser.add_argument("--mmap-mib", type=int, help="SQLite mmap_size of this connection")
     parser.add_argument("--warm", action="store_true", help="read the indexes first (SQLite)")
     parser.add_argument("--evict", action="store_true", help="drop the file from the page cache")
     args = parser.parse_args()
     engine = create_engine(args.db)
-    if args.cache_mib:
+    if args.cache_mib or args.mmap_mib:
 
         @event.listens_for(engine, "connect")
         def _cache(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.execute(f"PRAGMA cache_size=-{args.cache_mib * 1024}")
+            if args.cache_mib:
+                dbapi_conn.execute(f"PRAGMA cache_size=-{args.cache_mib * 1024}")
+            if args.mmap_mib:
+                dbapi_conn.execute(f"PRAGMA mmap_size={args.mmap_mib * 1024 * 1024}")
 
     requests = []
     for body in payloads(f"p{uuid.uuid4().hex[:6]}", args.requests):
