@@ -14,6 +14,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeEngine
 
+from toolscore.storage.chunks import chunks
+
 
 def each_id(
     dialect: Dialect, query: Select[Any], column: ColumnElement[Any], name: str = "ids"
@@ -92,10 +94,9 @@ def insert_new_ids(
         sql = head + "SELECT unnest(CAST(%(ids)s AS text[]))" + tail
         return [(r[0], r[1]) for r in conn.exec_driver_sql(sql, {"ids": list(ids)})]
     out: list[tuple[Any, Any]] = []
-    for start in range(0, len(ids), 500):
-        chunk = tuple(ids[start : start + 500])
+    for chunk in chunks(ids):
         sql = head + "VALUES " + ", ".join(["(?)"] * len(chunk)) + tail
-        out.extend((r[0], r[1]) for r in conn.exec_driver_sql(sql, chunk))
+        out.extend((r[0], r[1]) for r in conn.exec_driver_sql(sql, tuple(chunk)))
     return out
 
 
