@@ -41,8 +41,8 @@ def _store(engine: object, payload: bytes, received_ns: int) -> None:
     spans = decode_traces(parse_traces_protobuf(payload)).spans
     cache: dict[int, str] = {}
     with engine.begin() as conn:  # type: ignore[attr-defined]
-        store_telemetry(conn, [span_values(s, received_ns, cache) for s in spans], [])
-        assign_spans(conn, spans, received_at_ns=received_ns, config=AssignConfig())
+        new = store_telemetry(conn, [span_values(s, received_ns, cache) for s in spans], [])
+        assign_spans(conn, spans, received_at_ns=received_ns, config=AssignConfig(), numbered=new)
 
 
 def _fill(url: str, spans: int) -> None:

@@ -65,8 +65,8 @@ def store(url: str, payloads: Sequence[bytes]) -> int:
             now = time.time_ns()
             cache: dict[int, str] = {}
             with engine.begin() as conn:
-                store_telemetry(conn, [span_values(s, now, cache) for s in spans], [])
-                assign_spans(conn, spans, received_at_ns=now, config=config)
+                new = store_telemetry(conn, [span_values(s, now, cache) for s in spans], [])
+                assign_spans(conn, spans, received_at_ns=now, config=config, numbered=new)
             stored += len(spans)
     finally:
         engine.dispose()

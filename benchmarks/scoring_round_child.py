@@ -149,8 +149,8 @@ def _fill(url: str, conversations: int) -> int:
         spans = decode_traces(request).spans
         cache: dict[int, str] = {}
         with engine.begin() as conn:
-            store_telemetry(conn, [span_values(s, at_ns, cache) for s in spans], [])
-            assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig())
+            new = store_telemetry(conn, [span_values(s, at_ns, cache) for s in spans], [])
+            assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig(), numbered=new)
         stored += len(spans)
     engine.dispose()
     return stored

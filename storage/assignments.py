@@ -69,7 +69,7 @@ def claim_traces(
 
     A trace that already has a conversation keeps it here (moves are :func:`move_traces`).
     """
-    known = _read_assigned(conn, sorted(proposed.keys() - set(numbered)))
+    known = _read_assigned(conn, sorted(proposed.keys() - numbered))
     unknown = sorted(proposed.keys() - known.keys())
     inserted = _assign_new(conn, {t: proposed[t] for t in unknown})
     states = {t: TraceState(proposed[t], True, None, None) for t in inserted}
