@@ -172,6 +172,7 @@ class App:
             deadlines=deadlines,
             on_abandon=self.metrics.db_calls_abandoned.inc,
             autocheckpoint=False,  # WalCheckpointer below, off the commit path
+            temp_in_memory=True,  # no temporary file per ingest transaction
         )
         # extensions that connect on their own (scoring processes) get the same deadlines
         ext_settings = dataclasses.replace(s, db_url=url_with_deadlines(s.db_url, deadlines))

@@ -110,7 +110,9 @@ def redact(url: str | URL) -> str:
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
-def _sqlite_pragmas(busy_timeout_ms: int, autocheckpoint: bool) -> Callable[[Any, Any], None]:
+def _sqlite_pragmas(
+    busy_timeout_ms: int, autocheckpoint: bool, temp_in_memory: bool
+) -> Callable[[Any, Any], None]:
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
         try:
@@ -122,6 +124,8 @@ def _sqlite_pragmas(busy_timeout_ms: int, autocheckpoint: bool) -> Callable[[Any
             cursor.execute("PRAGMA foreign_keys=ON")
             if not autocheckpoint:  # the owner checkpoints (storage.dialect.checkpoint_wal)
                 cursor.execute("PRAGMA wal_autocheckpoint=0")
+            if temp_in_memory:
+                cursor.execute("PRAGMA temp_store=MEMORY")
         finally:
             cursor.close()
 
@@ -183,6 +187,7 @@ def create_engine(
     on_abandon: Callable[[], None] | None = None,
     must_exist: bool = False,
     autocheckpoint: bool = True,
+    temp_in_memory: bool = False,
     **kwargs: Any,
 ) -> Engine:
     """A SQLAlchemy engine for ``url`` (SQLite file or PostgreSQL), configured for this service.
@@ -193,6 +198,12 @@ def create_engine(
     raises :class:`DatabaseMissingError` instead of being created empty. ``autocheckpoint``
     False (SQLite): commits never copy the write-ahead log into the file; the caller runs
     :func:`~toolscore.storage.dialect.checkpoint_wal` itself, off the commit path.
+    ``temp_in_memory`` (SQLite): statement journals and temporary tables stay in memory
+    (``temp_store=MEMORY``). A multi-row write that follows another in one transaction keeps a
+    journal of the pages it changes; past 64 KiB SQLite moves it to a new temporary file, so
+    every ingest transaction created, wrote and deleted one, larger as the indexes grow
+    (docs/scaling.md#as-the-data-grows). For serve's processes, whose statements are bounded;
+    not for commands whose sorts may be as large as the history.
     """
     parsed = normalize_url(url)
     if must_exist:
@@ -203,7 +214,7 @@ def create_engine(
     if parsed.get_backend_name() == "sqlite":
         busy_ms = SQLITE_BUSY_TIMEOUT_MS if deadlines.lock_s is None else _ms(deadlines.lock_s)
         engine = sqlalchemy.create_engine(parsed, **kwargs)
-        event.listen(engine, "connect", _sqlite_pragmas(busy_ms, autocheckpoint))
+        event.listen(engine, "connect", _sqlite_pragmas(busy_ms, autocheckpoint, temp_in_memory))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     connect_args = postgres_connect_args(deadlines, parsed)

@@ -60,7 +60,7 @@ def _child_init(
     config = load_config(spec.config_path) if spec.config_path else default_config()
     _tune_gc()
     _child_runner = RoundRunner(
-        open_database(spec.db_url, autocheckpoint=spec.autocheckpoint),
+        open_database(spec.db_url, autocheckpoint=spec.autocheckpoint, temp_in_memory=True),
         config,
         timing=timing,
         batch_size=batch_size,

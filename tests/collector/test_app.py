@@ -103,6 +103,7 @@ def test_the_server_checkpoints_its_sqlite_log_itself_off_the_commit_path(
         await app.start()
         with app.engine.connect() as conn:
             found["autocheckpoint"] = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+            found["temp_store"] = conn.exec_driver_sql("PRAGMA temp_store").scalar()
         workers = app._components[1:]
         found["children"] = {w._process.autocheckpoint for w in workers}  # type: ignore[attr-defined]
         assert app._writer is not None
@@ -118,5 +119,6 @@ def test_the_server_checkpoints_its_sqlite_log_itself_off_the_commit_path(
 
     asyncio.run(main())
     assert found["autocheckpoint"] == 0  # commits never copy the log into the file
+    assert found["temp_store"] == 2  # statement journals in memory (storage/test_temp_files.py)
     assert found["children"] == {False}  # nor do the scoring processes'
     assert isinstance(found["pages"], float) and found["pages"] > 0
