@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from toolscore.collector.app import AppContext, Extension, ExtensionFactory
 from toolscore.collector.export.attributes import pass_label, threshold_for
-from toolscore.storage.pipeline import STATUS_ERROR, STATUS_OPEN, STATUS_SCORED, STATUS_UNMATCHED
+from toolscore.storage.pipeline import STATUSES
 from toolscore.storage.status import (
     Backlog,
     ScoredEvaluation,
@@ -45,8 +45,7 @@ _FIGURES: Mapping[str, tuple[str, Mapping[str, str]]] = {
 }
 
 
-# the label values of toolscore_conversations (bounded: these four and nothing else)
-STATUSES = (STATUS_OPEN, STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)
+# the label values of toolscore_conversations: STATUSES (bounded: these four and nothing else)
 # conversations by status is a scan of the table: once every this many backlog polls, and
 # never more than 1 % of a core of this process however big the table grows (the next count
 # waits 100x the CPU the last one took: 0.4 s at 1.6 million conversations on SQLite)

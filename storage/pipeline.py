@@ -36,6 +36,7 @@ STATUS_OPEN = "open"
 STATUS_SCORED = "scored"
 STATUS_UNMATCHED = "unmatched"
 STATUS_ERROR = "error"
+STATUSES = (STATUS_OPEN, STATUS_SCORED, STATUS_UNMATCHED, STATUS_ERROR)  # all there are
 
 
 # SQLite uses a partial index only for queries whose WHERE has this term as the query writes it

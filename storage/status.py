@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, true
 
 from toolscore.storage.exports import evaluation_exports
-from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.pipeline import STATUSES, conversations, evaluations
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +53,12 @@ def backlog_reader(engine: Engine) -> Callable[[], Backlog]:
 
 
 def conversations_by_status(conn: Connection) -> dict[str, int]:
-    """How many conversations have each status (a scan of ``conversations``: poll it rarely)."""
+    """How many conversations have each status (a scan of ``conversations``: poll it rarely).
+    A count per status rather than ``GROUP BY``, which sorts every row in a temporary b-tree
+    (held in memory by serve's SQLite connections: 38 MB at 790,000 conversations)."""
     c = conversations.c
-    rows = conn.execute(select(c.status, func.count()).group_by(c.status)).all()
-    return {str(status): int(n) for status, n in rows}
+    counts = conn.execute(select(*(func.count().filter(c.status == s) for s in STATUSES))).one()
+    return {status: int(n) for status, n in zip(STATUSES, counts, strict=True) if n}
 
 
 def status_counts_reader(engine: Engine) -> Callable[[], dict[str, int]]:
