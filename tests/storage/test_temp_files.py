@@ -13,9 +13,13 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, text
 
 from toolscore.storage.engine import create_engine
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads open files from /proc/self/fd"
+)
 
 ROWS = 2_000  # rows of ~200 bytes: ~100 pages changed again by the second statement
 
@@ -52,24 +56,15 @@ def table(sqlite_url: str) -> Iterator[str]:
     yield sqlite_url
 
 
-def _engine(url: str, temp_in_memory: bool) -> Engine:
-    return create_engine(url, temp_in_memory=temp_in_memory)
-
-
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="reads open files from /proc/self/fd"
-)
-
-
 def test_by_default_a_large_statement_journal_goes_to_a_temporary_file(table: str) -> None:
-    engine = _engine(table, temp_in_memory=False)
+    engine = create_engine(table, temp_in_memory=False)
     with engine.begin() as conn:
         assert _second_big_write(conn)  # the comparison below is not vacuous
     engine.dispose()
 
 
 def test_serve_keeps_its_statement_journals_in_memory(table: str) -> None:
-    engine = _engine(table, temp_in_memory=True)
+    engine = create_engine(table, temp_in_memory=True)
     with engine.begin() as conn:
         assert conn.exec_driver_sql("PRAGMA temp_store").scalar_one() == 2  # MEMORY
         assert _second_big_write(conn) == []
@@ -79,7 +74,7 @@ def test_serve_keeps_its_statement_journals_in_memory(table: str) -> None:
 
 def test_a_statement_that_fails_still_rolls_back_alone_in_memory(table: str) -> None:
     """The journal is still kept: a failed statement undoes only its own changes."""
-    engine = _engine(table, temp_in_memory=True)
+    engine = create_engine(table, temp_in_memory=True)
     with engine.begin() as conn:
         _second_big_write(conn)
         with pytest.raises(Exception, match="UNIQUE"):
