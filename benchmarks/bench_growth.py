@@ -23,15 +23,10 @@ over the past days, so the indexes and the tables the server reads grow as in pr
 from __future__ import annotations
 
 import argparse
-import http.client
 import multiprocessing as mp
 import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -39,6 +34,7 @@ from typing import Any
 
 from bench_pipeline import _latencies, _prepare
 from growth_data import TABLES, Databases, grow, raw_rows
+from growth_load import Serve, load, post
 from growth_stats import Pooled, pooled
 from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
 from pipeline_load import payloads as _payloads
@@ -53,8 +49,8 @@ def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
     PostgreSQL: COPY text fields), scored by a real server on ``url``."""
     _prepare(url)
     prefix = f"t{uuid.uuid4().hex[:6]}"
-    with _Serve(url) as server:
-        _post(server.port, _payloads(prefix, 1)[0])
+    with Serve(url) as server:
+        post(server.port, _payloads(prefix, 1)[0])
         _latencies(url, prefix, TRACES_PER_REQUEST, timeout=120)
     conv = f"{prefix}-0"
     engine = create_engine(url)
@@ -79,133 +75,33 @@ def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
 # --- one measurement ------------------------------------------------------------------------
 
 
-class _Serve:
-    """A real ``toolscore serve`` process on ``url`` (HTTP on a free port, scoring on)."""
-
-    def __init__(self, url: str, retention: str = "forever", scoring: bool = True) -> None:
-        self.url = url
-        self.retention = retention
-        self.scoring = scoring
-        self.log = Path(tempfile.mkstemp(prefix="bench-growth-", suffix=".log")[1])
-
-    def __enter__(self) -> _Serve:
-        flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--root-idle", "1"]
-        flags += ["--span-retention", self.retention]  # forever: what is grown stays
-        flags += [] if self.scoring else ["--no-scoring"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCORE_")}
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "toolscore", "serve", "--db", self.url, *flags],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env=env,
-            )
-        deadline = time.monotonic() + 120
-        while not (m := re.search(r"OTLP/HTTP on http://127\.0\.0\.1:(\d+)", self.log.read_text())):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(self.log.read_text())
-            time.sleep(0.2)
-        self.port = int(m.group(1))
-        return self
-
-    def rss_mb(self) -> tuple[float, float]:
-        """Peak RSS (VmHWM) of the server and of its largest child, MB."""
-
-        def hwm(pid: int) -> float:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-            return 0.0
-
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        return hwm(self.proc.pid), max((hwm(int(c)) for c in children), default=0.0)
-
-    def cpu_s(self) -> tuple[float, float]:
-        """CPU seconds (user + system) so far of the server and of its child processes."""
-
-        def cpu(pid: int) -> float:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        return cpu(self.proc.pid), sum(cpu(int(c)) for c in children)
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(60)
-        self.log.unlink(missing_ok=True)
-
-
-def _post(port: int, body: bytes) -> float:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    start = time.monotonic()
-    conn.request(
-        "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
-    )
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    if response.status != 200:
-        raise RuntimeError(f"status {response.status}")
-    return time.monotonic() - start
-
-
-def _load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
-    """Post at ``rate`` spans/s for ``duration`` s from 4 connections; every request's latency."""
-    per_request = SPANS_PER_TRACE * TRACES_PER_REQUEST
-    payloads = _payloads(prefix, max(1, int(rate * duration / per_request)))
-    interval = per_request / rate
-    lock = threading.Lock()
-    state: dict[str, Any] = {"next": 0, "latencies": [], "failed": 0}
-    start = time.monotonic()
-
-    def sender() -> None:
-        while True:
-            with lock:
-                i = state["next"]
-                state["next"] += 1
-            if i >= len(payloads):
-                return
-            delay = start + i * interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            try:
-                latency = _post(port, payloads[i])
-            except Exception:
-                with lock:
-                    state["failed"] += 1
-                continue
-            with lock:
-                state["latencies"].append(latency)
-
-    threads = [threading.Thread(target=sender) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    result.update(
-        latencies=state["latencies"], failed=state["failed"], seconds=time.monotonic() - start
-    )
-
-
 def _p99(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
 def measure(
-    url: str, rate: float, duration: float, retention: str, scoring: bool = True
-) -> tuple[dict[str, float], list[float]]:
-    """One run: its figures, and every request's latency (seconds)."""
+    url: str,
+    rate: float,
+    duration: float,
+    retention: str,
+    scoring: bool = True,
+    warmup: float = 0.0,
+) -> tuple[dict[str, float], list[float], list[float]]:
+    """One run: its figures, every measured request's latency and every warm-up request's
+    (seconds). The figures are of the measured requests only; CPU is counted from the first of
+    them, so it includes the scoring of the warm-up's last conversations (on both sides)."""
     prefix = f"m{uuid.uuid4().hex[:8]}"
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, _Serve(url, retention, scoring) as server:
-        result = manager.dict()
+    with ctx.Manager() as manager, Serve(url, retention, scoring) as server:
+        result = manager.dict(measuring=manager.Event())
         time.sleep(3)  # scoring processes started
+        args = (server.port, rate, duration, prefix, result, warmup)
+        sender = ctx.Process(target=load, args=args)
+        sender.start()
+        result["measuring"].wait(warmup + 60)
         cpu0, child_cpu0 = server.cpu_s()
-        load = ctx.Process(target=_load, args=(server.port, rate, duration, prefix, result))
-        load.start()
-        load.join()
+        sender.join()
         sent = dict(result)
         expected = len(sent["latencies"]) * TRACES_PER_REQUEST
         # without scoring every conversation counts as scored at once (no latency to wait for)
@@ -225,7 +121,7 @@ def measure(
         "rss_mb": rss,
         "child_rss_mb": child_rss,
     }
-    return figures, list(sent["latencies"])
+    return figures, list(sent["latencies"]), list(sent["warmup"])
 
 
 # --- databases ----------------------------------------------------------------------------------
@@ -249,16 +145,23 @@ def measure_pairs(
     latencies of every run pooled per side."""
     sides: dict[str, list[dict[str, float]]] = {"grown": [], "fresh": []}
     requests: dict[str, list[float]] = {"grown": [], "fresh": []}
+    warm: dict[str, list[float]] = {"grown": [], "fresh": []}
     for i in range(args.pairs):
         fresh = dbs.new("fresh")
         _prepare(fresh)
         order = [("grown", grown), ("fresh", fresh)]
         for side, url in order if i % 2 == 0 else order[::-1]:
-            figures, latencies = measure(
-                url, args.rate, args.duration, args.span_retention, not args.no_scoring
+            figures, latencies, warmup = measure(
+                url,
+                args.rate,
+                args.duration,
+                args.span_retention,
+                not args.no_scoring,
+                args.warmup,
             )
             sides[side].append(figures)
             requests[side] += latencies
+            warm[side] += warmup
         dbs.drop(fresh)
     g, f = sides["grown"], sides["fresh"]
     med = {
@@ -271,6 +174,12 @@ def measure_pairs(
         )
         for k in g[0]
     }
+    if warm["grown"] and warm["fresh"]:  # the warm-up's pooled medians, as a pseudo-metric
+        med["grown"]["warmup_median_ms"] = 1000 * statistics.median(warm["grown"])
+        med["fresh"]["warmup_median_ms"] = 1000 * statistics.median(warm["fresh"])
+        ratios["warmup_median_ms"] = (
+            med["grown"]["warmup_median_ms"] / med["fresh"]["warmup_median_ms"]
+        )
     return med["grown"], med["fresh"], ratios, pooled(requests["grown"], requests["fresh"])
 
 
@@ -294,6 +203,11 @@ def _row(
     )
     for key, _, fmt in METRICS:
         cells.append(f"{fmt.format(g[key])} / {fmt.format(f[key])} ({r[key]:.2f}x)")
+    if "warmup_median_ms" in g:
+        cells.append(
+            f"{g['warmup_median_ms']:.1f} / "
+            f"{f['warmup_median_ms']:.1f} ({r['warmup_median_ms']:.2f}x)"
+        )
     if not g["scored"] == f["scored"] == 1:
         cells.append(f"scored {g['scored']:.2f} / {f['scored']:.2f}")
     return " | ".join(cells)
@@ -313,6 +227,8 @@ def run_kind(kind: str, args: argparse.Namespace, workdir: Path) -> None:
             "ratios"
         )
         heads = [*POOLED_HEADINGS, *(f"{h} grown / fresh" for _, h, _ in METRICS)]
+        if args.warmup > 0:
+            heads.append(f"first {args.warmup:g} s (warm-up) request median ms, pooled")
         rows = [" | ".join(["stored spans", *heads])]
         for size in args.sizes:
             took = grow(grown, template, size)
@@ -332,7 +248,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="0,1000000,5000000", help="stored spans, ascending")
     parser.add_argument("--rate", type=float, default=3_000, help="offered spans per second")
-    parser.add_argument("--duration", type=float, default=20, help="seconds of load")
+    parser.add_argument("--duration", type=float, default=20, help="seconds of load measured")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=30,
+        help="seconds of the same load before the measured seconds, without a pause, reported "
+        "apart (0: none): a server left running has its working set in memory, one just "
+        "started on a file whose pages were reclaimed reads it from disk first",
+    )
     parser.add_argument(
         "--pairs", type=int, default=3, help="grown/fresh pairs per size (0: grow only)"
     )

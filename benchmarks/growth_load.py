@@ -1,0 +1,139 @@
+"""The server and the load of ``bench_growth.py``: a real ``toolscore serve`` process, and a
+separate process posting OTLP/HTTP requests at a fixed rate, warm-up first."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
+from pipeline_load import payloads as _payloads
+
+
+class Serve:
+    """A real ``toolscore serve`` process on ``url`` (HTTP on a free port, scoring on)."""
+
+    def __init__(self, url: str, retention: str = "forever", scoring: bool = True) -> None:
+        self.url = url
+        self.retention = retention
+        self.scoring = scoring
+        self.log = Path(tempfile.mkstemp(prefix="bench-growth-", suffix=".log")[1])
+
+    def __enter__(self) -> Serve:
+        flags = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--root-idle", "1"]
+        flags += ["--span-retention", self.retention]  # forever: what is grown stays
+        flags += [] if self.scoring else ["--no-scoring"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCORE_")}
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "toolscore", "serve", "--db", self.url, *flags],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+            )
+        deadline = time.monotonic() + 120
+        while not (m := re.search(r"OTLP/HTTP on http://127\.0\.0\.1:(\d+)", self.log.read_text())):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(self.log.read_text())
+            time.sleep(0.2)
+        self.port = int(m.group(1))
+        return self
+
+    def rss_mb(self) -> tuple[float, float]:
+        """Peak RSS (VmHWM) of the server and of its largest child, MB."""
+
+        def hwm(pid: int) -> float:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+            return 0.0
+
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        return hwm(self.proc.pid), max((hwm(int(c)) for c in children), default=0.0)
+
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU seconds (user + system) so far of the server and of its child processes."""
+
+        def cpu(pid: int) -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        return cpu(self.proc.pid), sum(cpu(int(c)) for c in children)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+        self.log.unlink(missing_ok=True)
+
+
+def post(port: int, body: bytes) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    start = time.monotonic()
+    conn.request(
+        "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
+    )
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"status {response.status}")
+    return time.monotonic() - start
+
+
+def load(
+    port: int, rate: float, duration: float, prefix: str, result: Any, warmup: float = 0.0
+) -> None:
+    """Post at ``rate`` spans/s for ``warmup`` then ``duration`` s, without a pause, from 4
+    connections; every request's latency, the warm-up's apart. The warm-up's conversations are
+    named ``{prefix}w-N``, the measured ones ``{prefix}-N``; ``result["measuring"]`` is set (an
+    Event) when the first measured request is due."""
+    per_request = SPANS_PER_TRACE * TRACES_PER_REQUEST
+    warm = _payloads(f"{prefix}w", int(rate * warmup / per_request)) if warmup > 0 else []
+    payloads = warm + _payloads(prefix, max(1, int(rate * duration / per_request)))
+    interval = per_request / rate
+    lock = threading.Lock()
+    state: dict[str, Any] = {"next": 0, "latencies": [], "warmup": [], "failed": 0}
+    start = time.monotonic()
+    measured_from = start + len(warm) * interval
+
+    def sender() -> None:
+        while True:
+            with lock:
+                i = state["next"]
+                state["next"] += 1
+            if i >= len(payloads):
+                return
+            delay = start + i * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if i == len(warm):
+                result["measuring"].set()
+            try:
+                latency = post(port, payloads[i])
+            except Exception:
+                with lock:
+                    state["failed"] += 1
+                continue
+            with lock:
+                state["warmup" if i < len(warm) else "latencies"].append(latency)
+
+    threads = [threading.Thread(target=sender) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.update(
+        latencies=state["latencies"],
+        warmup=state["warmup"],
+        failed=state["failed"],
+        seconds=time.monotonic() - measured_from,
+    )
