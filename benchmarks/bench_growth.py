@@ -101,6 +101,7 @@ def measure(
         sender.start()
         result["measuring"].wait(warmup + 60)
         cpu0, child_cpu0 = server.cpu_s()
+        disk0 = server.disk_read_bytes()
         sender.join()
         sent = dict(result)
         expected = len(sent["latencies"]) * TRACES_PER_REQUEST
@@ -108,6 +109,7 @@ def measure(
         scored = _latencies(url, prefix, expected, timeout=120)[0] if scoring else [0.0] * expected
         rss, child_rss = server.rss_mb()
         cpu1, child_cpu1 = server.cpu_s()
+        disk1 = server.disk_read_bytes()
     stored = len(sent["latencies"]) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     figures = {
         "spans_per_s": stored / sent["seconds"],
@@ -119,6 +121,9 @@ def measure(
         "scored": len(scored) / max(1, expected),
         "scoring_p99_s": _p99(scored),
         "rss_mb": rss,
+        # page-cache misses: index pages read back from the disk (SQLite; PostgreSQL reads in
+        # its own processes)
+        "disk_kb_per_request": (disk1 - disk0) / 1024 / max(1, len(sent["latencies"])),
         "child_rss_mb": child_rss,
     }
     return figures, list(sent["latencies"]), list(sent["warmup"])
@@ -134,6 +139,7 @@ METRICS = (  # (key, heading, format)
     ("scoring_ms_per_conv", "scoring CPU ms/conv", "{:.3f}"),
     ("rss_mb", "server peak RSS MB", "{:.0f}"),
     ("child_rss_mb", "scoring peak RSS MB", "{:.0f}"),
+    ("disk_kb_per_request", "disk reads KB/request (toolscore processes)", "{:.0f}"),
 )
 
 

@@ -47,6 +47,10 @@ class Serve:
         self.port = int(m.group(1))
         return self
 
+    def _children(self) -> list[int]:
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        return [int(c) for c in path.read_text().split()]
+
     def rss_mb(self) -> tuple[float, float]:
         """Peak RSS (VmHWM) of the server and of its largest child, MB."""
 
@@ -56,8 +60,7 @@ class Serve:
                     return int(line.split()[1]) / 1024
             return 0.0
 
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        return hwm(self.proc.pid), max((hwm(int(c)) for c in children), default=0.0)
+        return hwm(self.proc.pid), max((hwm(c) for c in self._children()), default=0.0)
 
     def cpu_s(self) -> tuple[float, float]:
         """CPU seconds (user + system) so far of the server and of its child processes."""
@@ -66,13 +69,25 @@ class Serve:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        return cpu(self.proc.pid), sum(cpu(int(c)) for c in children)
+        return cpu(self.proc.pid), sum(cpu(c) for c in self._children())
+
+    def disk_read_bytes(self) -> int:
+        """Bytes the server and its child processes have had read from the disk so far."""
+        return sum(disk_read_bytes(p) for p in (self.proc.pid, *self._children()))
 
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         self.proc.wait(60)
         self.log.unlink(missing_ok=True)
+
+
+def disk_read_bytes(pid: int) -> int:
+    """What process ``pid`` has had read from the disk itself: its page-cache misses (a read
+    served from the page cache counts nothing)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no read_bytes in /proc/{pid}/io")
 
 
 def post(port: int, body: bytes) -> float:

@@ -76,3 +76,23 @@ def test_without_warm_up_every_request_is_measured(
     growth_load.load(receiver.server_address[1], 4 * per_request, 0.5, "m2", result)
     assert (len(result["warmup"]), len(result["latencies"])) == (0, 2)
     assert result["measuring"].is_set()
+
+
+def test_disk_reads_count_page_cache_misses_only(growth_load: ModuleType, tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "pages"
+    path.write_bytes(os.urandom(4 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # clean pages can be dropped from the page cache
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        before = growth_load.disk_read_bytes(os.getpid())
+        path.read_bytes()
+        missed = growth_load.disk_read_bytes(os.getpid()) - before
+        path.read_bytes()  # now cached
+        cached = growth_load.disk_read_bytes(os.getpid()) - before - missed
+    finally:
+        os.close(fd)
+    assert missed >= 4 << 20
+    assert cached < 1 << 20
