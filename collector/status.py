@@ -48,8 +48,8 @@ _FIGURES: Mapping[str, tuple[str, Mapping[str, str]]] = {
 # the label values of toolscore_conversations: STATUSES (bounded: these four and nothing else)
 # conversations by status is a scan of the table: once every this many backlog polls, and
 # never more than 0.1 % of the time however big the table grows (the next count waits 1,000x
-# the time the last one took, its wall time: on PostgreSQL the scan runs in the database's
-# processes, 0.56 s at 2.9 million conversations, where this thread's CPU sees none of it)
+# the wall time the last one took beyond COUNT_FREE_S: on PostgreSQL the scan runs in the
+# database's processes, 0.56 s at 2.9 million conversations, where this thread's CPU sees none)
 COUNT_EVERY_POLLS = 4
 COUNT_COST_FACTOR = 1000.0
 COUNT_FREE_S = 0.05  # a count this quick (a small table, a round trip) is not held back

@@ -4,6 +4,7 @@ without a pause, their latencies kept apart from the measured ones."""
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -79,8 +80,6 @@ def test_without_warm_up_every_request_is_measured(
 
 
 def test_disk_reads_count_page_cache_misses_only(growth_load: ModuleType, tmp_path: Path) -> None:
-    import os
-
     path = tmp_path / "pages"
     path.write_bytes(os.urandom(4 << 20))
     fd = os.open(path, os.O_RDONLY)
