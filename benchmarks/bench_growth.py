@@ -141,6 +141,8 @@ METRICS = (  # (key, heading, format)
     ("child_rss_mb", "scoring peak RSS MB", "{:.0f}"),
     ("disk_kb_per_request", "disk reads KB/request (toolscore processes)", "{:.0f}"),
 )
+# Below this on the fresh side a ratio says nothing (a fresh database reads ~0 from the disk).
+RATIO_FLOOR = {"disk_kb_per_request": 1.0}
 
 
 def measure_pairs(
@@ -208,7 +210,8 @@ def _row(
         f"{1000 * p.grown_median:,.1f} / {1000 * p.fresh_median:,.1f} ({p.median_ratio:.2f}x)"
     )
     for key, _, fmt in METRICS:
-        cells.append(f"{fmt.format(g[key])} / {fmt.format(f[key])} ({r[key]:.2f}x)")
+        ratio = f"{r[key]:.2f}x" if f[key] >= RATIO_FLOOR.get(key, 0.0) else "no ratio"
+        cells.append(f"{fmt.format(g[key])} / {fmt.format(f[key])} ({ratio})")
     if "warmup_median_ms" in g:
         cells.append(
             f"{g['warmup_median_ms']:.1f} / "
