@@ -3,18 +3,16 @@ separate process posting OTLP/HTTP requests at a fixed rate, warm-up first."""
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
+from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST, connect, paced, post_on
 from pipeline_load import payloads as _payloads
 
 
@@ -91,17 +89,15 @@ def disk_read_bytes(pid: int) -> int:
 
 
 def post(port: int, body: bytes) -> float:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    start = time.monotonic()
-    conn.request(
-        "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
-    )
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    if response.status != 200:
-        raise RuntimeError(f"status {response.status}")
-    return time.monotonic() - start
+    """One request on a connection of its own: seconds to its answer (raises unless 200)."""
+    conn = connect(port)
+    try:
+        status, seconds = post_on(conn, body)
+    finally:
+        conn.close()
+    if status != 200:
+        raise RuntimeError(f"status {status}")
+    return seconds
 
 
 def load(
@@ -115,40 +111,16 @@ def load(
     warm = _payloads(f"{prefix}w", int(rate * warmup / per_request)) if warmup > 0 else []
     payloads = warm + _payloads(prefix, max(1, int(rate * duration / per_request)))
     interval = per_request / rate
-    lock = threading.Lock()
-    state: dict[str, Any] = {"next": 0, "latencies": [], "warmup": [], "failed": 0}
-    start = time.monotonic()
-    measured_from = start + len(warm) * interval
+    measured_from = time.monotonic() + len(warm) * interval
 
-    def sender() -> None:
-        while True:
-            with lock:
-                i = state["next"]
-                state["next"] += 1
-            if i >= len(payloads):
-                return
-            delay = start + i * interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            if i == len(warm):
-                result["measuring"].set()
-            try:
-                latency = post(port, payloads[i])
-            except Exception:
-                with lock:
-                    state["failed"] += 1
-                continue
-            with lock:
-                state["warmup" if i < len(warm) else "latencies"].append(latency)
+    def on_due(i: int) -> None:
+        if i == len(warm):
+            result["measuring"].set()
 
-    threads = [threading.Thread(target=sender) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    posted = paced(port, payloads, interval, on_due, persistent=False)
     result.update(
-        latencies=state["latencies"],
-        warmup=state["warmup"],
-        failed=state["failed"],
+        latencies=[s for i, s in sorted(posted.latencies.items()) if i >= len(warm)],
+        warmup=[s for i, s in sorted(posted.latencies.items()) if i < len(warm)],
+        failed=posted.failed,
         seconds=time.monotonic() - measured_from,
     )

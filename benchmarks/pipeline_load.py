@@ -11,6 +11,8 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 SPANS_PER_TRACE = 7
@@ -125,43 +127,81 @@ def payloads(prefix: str, requests: int) -> list[bytes]:
 def load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
     """Post requests at ``rate`` spans/s for ``duration`` s from 4 connections."""
     requests = max(1, int(rate * duration / (SPANS_PER_TRACE * TRACES_PER_REQUEST)))
-    bodies = payloads(prefix, requests)
-    interval = SPANS_PER_TRACE * TRACES_PER_REQUEST / rate
+    start = time.monotonic()
+    posted = paced(port, payloads(prefix, requests), SPANS_PER_TRACE * TRACES_PER_REQUEST / rate)
+    ok = len(posted.latencies)
+    result.update(
+        spans=ok * SPANS_PER_TRACE * TRACES_PER_REQUEST,
+        conversations=ok * TRACES_PER_REQUEST,
+        failed=posted.failed,
+        seconds=time.monotonic() - start,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    latencies: dict[int, float]  # request index -> seconds, of those answered 200
+    failed: int
+
+
+def paced(
+    port: int,
+    bodies: Sequence[bytes],
+    interval: float,
+    on_due: Callable[[int], None] | None = None,
+    persistent: bool = True,
+) -> Posted:
+    """Post ``bodies`` over OTLP/HTTP from 4 threads, body ``i`` due ``i * interval`` s after
+    the start (``on_due(i)`` then called); each thread keeps its connection (``persistent``) or
+    opens one a request. A request answered other than 200, or whose connection broke, failed."""
     lock = threading.Lock()
-    state = {"next": 0, "ok": 0, "failed": 0}
+    state: dict[str, Any] = {"next": 0, "latencies": {}, "failed": 0}
     start = time.monotonic()
 
     def sender() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = None
         while True:
             with lock:
                 i = state["next"]
                 state["next"] += 1
             if i >= len(bodies):
-                break
-            delay = start + i * interval - time.monotonic()
-            if delay > 0:
+                return
+            if (delay := start + i * interval - time.monotonic()) > 0:
                 time.sleep(delay)
-            conn.request(
-                "POST",
-                "/v1/traces",
-                body=bodies[i],
-                headers={"Content-Type": "application/x-protobuf"},
-            )
-            response = conn.getresponse()
-            response.read()
+            if on_due is not None:
+                on_due(i)
+            conn = conn if persistent and conn is not None else connect(port)
+            try:
+                status, latency = post_on(conn, bodies[i])
+            except (OSError, http.client.HTTPException):  # broken: a new one next time
+                status, latency, conn = 0, 0.0, None
+            finally:
+                if not persistent and conn is not None:
+                    conn.close()
             with lock:
-                state["ok" if response.status == 200 else "failed"] += 1
+                if status == 200:
+                    state["latencies"][i] = latency
+                else:
+                    state["failed"] += 1
 
     threads = [threading.Thread(target=sender) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - start
-    result.update(
-        spans=state["ok"] * SPANS_PER_TRACE * TRACES_PER_REQUEST,
-        conversations=state["ok"] * TRACES_PER_REQUEST,
-        failed=state["failed"],
-        seconds=elapsed,
+    return Posted(state["latencies"], state["failed"])
+
+
+def connect(port: int) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+
+def post_on(conn: http.client.HTTPConnection, body: bytes) -> tuple[int, float]:
+    """The answer's status and the seconds from sending ``body`` to reading it all."""
+    start = time.monotonic()
+    conn.request(
+        "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
     )
+    response = conn.getresponse()
+    response.read()
+    return response.status, time.monotonic() - start

@@ -95,3 +95,38 @@ def test_disk_reads_count_page_cache_misses_only(growth_load: ModuleType, tmp_pa
         os.close(fd)
     assert missed >= 4 << 20
     assert cached < 1 << 20
+
+
+class _Refusing(_Receiver):
+    """Refuses every second request (503), over connections kept open (HTTP/1.1)."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[int] = 0
+    peers: ClassVar[set[int]] = set()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen += 1
+        type(self).peers.add(self.client_address[1])
+        self.send_response(200 if type(self).seen % 2 else 503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_bench_pipeline_load_counts_refused_requests_and_keeps_its_connections(
+    growth_load: ModuleType,
+) -> None:
+    pipeline_load = importlib.import_module("pipeline_load")
+    _Refusing.seen, _Refusing.peers = 0, set()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        per_request = pipeline_load.SPANS_PER_TRACE * pipeline_load.TRACES_PER_REQUEST
+        result: dict[str, Any] = {}
+        pipeline_load.load(server.server_address[1], 8 * per_request, 1.0, "p", result)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (result["failed"], result["spans"]) == (4, 4 * per_request)
+    assert result["conversations"] == 4 * pipeline_load.TRACES_PER_REQUEST
+    assert len(_Refusing.peers) == 4  # 4 senders, each keeping its connection, refused or not
