@@ -38,6 +38,7 @@ from toolscore.collector.ingest import IngestConfig, IngestHook
 from toolscore.collector.listeners import grpc_receiver, http_receiver, start_grpc, start_http
 from toolscore.collector.metrics import Metrics
 from toolscore.collector.receiver.core import OtlpCore
+from toolscore.collector.residency import IndexResidency, ResidencyMetrics
 from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
 from toolscore.collector.settings import CONFIG, Settings
 from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
@@ -192,6 +193,11 @@ class App:
         checkpoints = WalCheckpointer(self._engine, CheckpointMetrics(self.metrics.registry))
         await checkpoints.start()
         self._components.append(checkpoints)  # stopped last: after every writer
+        if s.sqlite_resident_bytes > 0:
+            metrics = ResidencyMetrics(self.metrics.registry)
+            residency = IndexResidency(self._engine, metrics, s.sqlite_resident_bytes)
+            await residency.start()
+            self._components.append(residency)
         for component in (c for ext in extensions for c in ext.components):
             await component.start()
             self._components.append(component)

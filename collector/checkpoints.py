@@ -17,7 +17,7 @@ import logging
 from prometheus_client import Counter, Gauge
 
 from toolscore.storage.database import Engine
-from toolscore.storage.dialect import checkpoint_wal
+from toolscore.storage.database_file import checkpoint_wal
 
 log = logging.getLogger("toolscore.checkpoints")
 

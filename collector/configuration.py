@@ -221,6 +221,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def whole_number(text: str) -> int:
+    """A whole number, 0 or more."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise ValueError("expected a whole number, 0 or more") from None
+    if value < 0:
+        raise ValueError("expected a whole number, 0 or more")
+    return value
+
+
 def choice(*values: str) -> Parser:
     def parse(text: str) -> str:
         lowered = text.strip().lower()

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine
 
 from toolscore.storage import retention as store
 from toolscore.storage.chunks import chunks
-from toolscore.storage.dialect import database_bytes, release_free_pages
+from toolscore.storage.database_file import database_bytes, release_free_pages
 from toolscore.storage.partitions import drop_done
 
 

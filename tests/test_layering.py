@@ -57,6 +57,7 @@ def test_no_package_imports_across_its_walls() -> None:
 DIALECT_HOMES = (
     "storage/dialect.py",
     "storage/dialect_rows.py",
+    "storage/database_file.py",
     "storage/base.py",
     "storage/engine.py",
     "storage/migrations/",
