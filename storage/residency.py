@@ -68,9 +68,7 @@ class ResidentPages:
             raise ResidencyUnavailable("this system cannot populate a map (no madvise)")
         wanted = found.pages[: self._budget // found.page_size]
         mapping = self._mapping(found.path)
-        runs = _runs(wanted, found.page_size)
-        kept = sum(_populate(mapping, start, length) for start, length in runs)
-        _unmap_between(mapping, runs)
+        kept = _map_exactly(mapping, _runs(wanted, found.page_size))
         return Residency(kept, len(found.pages) * found.page_size)
 
     def close(self) -> None:
@@ -120,14 +118,18 @@ def _populate(mapping: mmap.mmap, start: int, length: int) -> int:
     return length
 
 
-def _unmap_between(mapping: mmap.mmap, runs: list[tuple[int, int]]) -> None:
-    """Unmap all but ``runs``: a fault maps the cached pages around it too (fault-around, 64
-    KiB), which would keep up to 8 times the budget out of the reclaimer's reach. Dropping a
-    shared file map's pages leaves the page cache as it was."""
-    end = 0
+def _map_exactly(mapping: mmap.mmap, runs: list[tuple[int, int]]) -> int:
+    """Map in ``runs`` and nothing else: the bytes populated. A fault maps the cached pages
+    around it too (fault-around, 64 KiB), which would keep up to 8 times the budget out of the
+    reclaimer's reach: each gap is unmapped once the runs on both sides are in, so that the
+    surplus never exceeds two windows. Dropping a shared file map's pages leaves the cache as
+    it was."""
+    kept = end = 0
     for start, length in [*runs, (len(mapping), 0)]:
+        kept += _populate(mapping, start, length)
         gap_start = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages outside the runs
         gap_end = min(start, len(mapping)) // mmap.PAGESIZE * mmap.PAGESIZE
         if gap_end > gap_start:
             mapping.madvise(mmap.MADV_DONTNEED, gap_start, gap_end - gap_start)
         end = start + length
+    return kept
