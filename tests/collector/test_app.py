@@ -94,6 +94,7 @@ def test_the_server_checkpoints_its_sqlite_log_itself_off_the_commit_path(
 ) -> None:
     from toolscore.collector.pipeline.extension import pipeline_extension
     from toolscore.collector.pipeline.options import PipelineOptions
+    from toolscore.collector.pipeline.worker import PipelineWorker
 
     found: dict[str, object] = {}
 
@@ -104,8 +105,8 @@ def test_the_server_checkpoints_its_sqlite_log_itself_off_the_commit_path(
         with app.engine.connect() as conn:
             found["autocheckpoint"] = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
             found["temp_store"] = conn.exec_driver_sql("PRAGMA temp_store").scalar()
-        workers = app._components[1:]
-        found["children"] = {w._process.autocheckpoint for w in workers}  # type: ignore[attr-defined]
+        workers = [c for c in app._components if isinstance(c, PipelineWorker)]
+        found["children"] = {w._process.autocheckpoint for w in workers}
         assert app._writer is not None
         spans = [SpanRecord(f"{i:032x}", "cd" * 8, None, "s", 1, 1, 2) for i in range(2000)]
         await app._writer.submit(spans)
