@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_maps import mapped_bytes
 from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.traces import number_traces
@@ -68,24 +69,13 @@ def _gauges(url: str) -> dict[str, float]:
     return {name: float(value) for name, value in found}
 
 
-def _mapped_bytes(pid: int, path: Path) -> int:
-    total, inside = 0, False
-    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
-        fields = line.split()
-        if "-" in fields[0] and len(fields) >= 5:  # a map's first line
-            inside = len(fields) >= 6 and fields[5] == str(path)
-        elif inside and fields[0] == "Rss:":
-            total += int(fields[1]) * 1024
-    return total
-
-
 def test_the_server_keeps_the_indexes_mapped_and_says_how_much(db_file: Path) -> None:
     with _serve(db_file) as (proc, url):
         deadline = time.monotonic() + 30
         while not (gauges := _gauges(url)).get("toolscore_sqlite_resident_index_bytes"):
             assert time.monotonic() < deadline, gauges
             time.sleep(0.2)
-        mapped = _mapped_bytes(proc.pid, db_file)
+        mapped = mapped_bytes(db_file, proc.pid)
     resident = gauges["toolscore_sqlite_resident_index_bytes"]
     assert resident == gauges["toolscore_sqlite_random_index_bytes"] > 80 * 8192
     assert mapped == resident  # the indexes' pages, not the cached pages around them
@@ -95,4 +85,4 @@ def test_zero_keeps_nothing_mapped(db_file: Path) -> None:
     with _serve(db_file, "--sqlite-resident-bytes", "0") as (proc, url):
         time.sleep(1.0)  # a refresh would have happened by now
         assert _gauges(url) == {}
-        assert _mapped_bytes(proc.pid, db_file) == 0
+        assert mapped_bytes(db_file, proc.pid) == 0

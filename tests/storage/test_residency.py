@@ -9,12 +9,13 @@ from __future__ import annotations
 import mmap
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
 
+from tests.proc_maps import mapped_bytes, mapped_pages
 from toolscore.storage.database_file import IndexPages, index_pages
 from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
@@ -22,32 +23,6 @@ from toolscore.storage.residency import RANDOM_KEYED_INDEXES, ResidentPages, _po
 from toolscore.storage.traces import number_traces
 
 pytestmark = pytest.mark.skipif(not hasattr(mmap.mmap, "madvise"), reason="Linux only")
-
-
-def _mapped_bytes(path: Path) -> int:
-    """Resident bytes of this process's maps of ``path`` (page-table entries present). The
-    kernel maps cached neighbours of a faulted page too (fault-around, 64 KiB)."""
-    total, inside = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        fields = line.split()
-        if "-" in fields[0] and len(fields) >= 5:  # a map's first line
-            inside = len(fields) >= 6 and fields[5] == str(path)
-        elif inside and fields[0] == "Rss:":
-            total += int(fields[1]) * 1024
-    return total
-
-
-def _mapped_pages(path: Path, pages: Sequence[int], page_size: int) -> list[int]:
-    """Those of SQLite's ``pages`` of ``path`` this process has mapped (/proc/self/pagemap)."""
-    maps = [line.split() for line in Path("/proc/self/maps").read_text().splitlines()]
-    (base,) = [int(m[0].split("-")[0], 16) for m in maps if len(m) >= 6 and m[5] == str(path)]
-    mapped = []
-    with Path("/proc/self/pagemap").open("rb") as pagemap:
-        for page in pages:
-            pagemap.seek((base + (page - 1) * page_size) // mmap.PAGESIZE * 8)
-            if int.from_bytes(pagemap.read(8), "little") >> 63:  # present
-                mapped.append(page)
-    return mapped
 
 
 def _add_traces(engine: Engine, count: int) -> None:
@@ -104,11 +79,11 @@ def test_refresh_maps_every_page_of_the_indexes_within_the_budget(
         assert kept is not None
         assert kept.resident_bytes == kept.index_bytes == _index_bytes(engine)
         index = _index(engine)
-        assert _mapped_pages(path, index.pages, index.page_size) == list(index.pages)
-        assert _mapped_bytes(path) == kept.resident_bytes  # and nothing around them
+        assert mapped_pages(path, index.pages, index.page_size) == list(index.pages)
+        assert mapped_bytes(path) == kept.resident_bytes  # and nothing around them
     finally:
         pages.close()
-    assert _mapped_bytes(path) == 0  # closed: nothing of the file stays mapped
+    assert mapped_bytes(path) == 0  # closed: nothing of the file stays mapped
 
 
 def test_a_smaller_budget_maps_that_much_and_no_more(engine: Engine, path: Path) -> None:
@@ -120,8 +95,8 @@ def test_a_smaller_budget_maps_that_much_and_no_more(engine: Engine, path: Path)
         assert kept.resident_bytes == 64 * 1024
         index = _index(engine)
         first = list(index.pages[: 64 * 1024 // index.page_size])  # the trace ids' first
-        assert _mapped_pages(path, first, index.page_size) == first
-        assert _mapped_bytes(path) == kept.resident_bytes  # the rest is not mapped
+        assert mapped_pages(path, first, index.page_size) == first
+        assert mapped_bytes(path) == kept.resident_bytes  # the rest is not mapped
     finally:
         pages.close()
 
@@ -137,9 +112,9 @@ def test_pages_added_since_are_mapped_at_the_next_refresh(engine: Engine, path: 
             second = pages.refresh(conn)
         assert first is not None and second is not None
         assert second.resident_bytes > first.resident_bytes
-        assert second.resident_bytes == _index_bytes(engine) == _mapped_bytes(path)
+        assert second.resident_bytes == _index_bytes(engine) == mapped_bytes(path)
         index = _index(engine)
-        assert _mapped_pages(path, index.pages, index.page_size) == list(index.pages)
+        assert mapped_pages(path, index.pages, index.page_size) == list(index.pages)
     finally:
         pages.close()
 
@@ -156,7 +131,7 @@ def test_a_file_that_shrank_is_mapped_again_at_its_new_size(engine: Engine, path
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             kept = pages.refresh(conn)
         assert kept is not None and kept.resident_bytes == _index_bytes(engine)
-        assert _mapped_bytes(path) == kept.resident_bytes  # the old map's pages are gone
+        assert mapped_bytes(path) == kept.resident_bytes  # the old map's pages are gone
     finally:
         pages.close()
 
