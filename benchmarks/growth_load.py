@@ -118,9 +118,10 @@ def load(
             result["measuring"].set()
 
     posted = paced(port, payloads, interval, on_due, persistent=False)
+    answered = sorted(posted.latencies.items())
     result.update(
-        latencies=[s for i, s in sorted(posted.latencies.items()) if i >= len(warm)],
-        warmup=[s for i, s in sorted(posted.latencies.items()) if i < len(warm)],
+        latencies=[s for i, s in answered if i >= len(warm)],
+        warmup=[s for i, s in answered if i < len(warm)],
         failed=posted.failed,
         seconds=time.monotonic() - measured_from,
     )

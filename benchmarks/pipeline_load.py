@@ -127,8 +127,9 @@ def payloads(prefix: str, requests: int) -> list[bytes]:
 def load(port: int, rate: float, duration: float, prefix: str, result: Any) -> None:
     """Post requests at ``rate`` spans/s for ``duration`` s from 4 connections."""
     requests = max(1, int(rate * duration / (SPANS_PER_TRACE * TRACES_PER_REQUEST)))
+    bodies = payloads(prefix, requests)  # built before the clock starts, as the rate excludes it
     start = time.monotonic()
-    posted = paced(port, payloads(prefix, requests), SPANS_PER_TRACE * TRACES_PER_REQUEST / rate)
+    posted = paced(port, bodies, SPANS_PER_TRACE * TRACES_PER_REQUEST / rate)
     ok = len(posted.latencies)
     result.update(
         spans=ok * SPANS_PER_TRACE * TRACES_PER_REQUEST,
