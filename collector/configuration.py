@@ -212,23 +212,21 @@ def positive_seconds(text: str) -> float:
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise ValueError("expected a whole number greater than 0") from None
-    if value < 1:
-        raise ValueError("expected a whole number greater than 0")
-    return value
+    return _whole(text, 1, "expected a whole number greater than 0")
 
 
 def whole_number(text: str) -> int:
     """A whole number, 0 or more."""
+    return _whole(text, 0, "expected a whole number, 0 or more")
+
+
+def _whole(text: str, least: int, message: str) -> int:
     try:
         value = int(text.replace("_", ""))
     except ValueError:
-        raise ValueError("expected a whole number, 0 or more") from None
-    if value < 0:
-        raise ValueError("expected a whole number, 0 or more")
+        raise ValueError(message) from None
+    if value < least:
+        raise ValueError(message)
     return value
 
 
