@@ -188,9 +188,9 @@ class _Rss(threading.Thread):
 
 
 def _prepare(db_url: str) -> None:
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.expectations import ExpectationData, import_expectations
+    from toolscore.storage.expectations.repository import ExpectationData, import_expectations
     from toolscore.storage.migrate import upgrade
+    from toolscore.storage.plumbing.engine import create_engine
 
     upgrade(db_url)
     engine = create_engine(db_url)
@@ -208,8 +208,8 @@ def _state(db_url: str) -> State:
     until scored), whether it still needs scoring, and its last span's time (epoch s)."""
     from sqlalchemy import func, select
 
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage.conversations.tables import conversations, evaluations
+    from toolscore.storage.plumbing.engine import create_engine
 
     engine = create_engine(db_url)
     c, e = conversations.c, evaluations.c

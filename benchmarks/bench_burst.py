@@ -101,8 +101,8 @@ class Burst:
 def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float) -> Any:
     from sqlalchemy import func, or_, select
 
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage.conversations.tables import conversations, evaluations
+    from toolscore.storage.plumbing.engine import create_engine
 
     engine = create_engine(db_url)
     c, e = conversations.c, evaluations.c
@@ -130,7 +130,7 @@ def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float
 def _pg_backends(db_url: str) -> list[int]:
     from sqlalchemy import text
 
-    from toolscore.storage.engine import create_engine
+    from toolscore.storage.plumbing.engine import create_engine
 
     engine = create_engine(db_url)
     with engine.connect() as conn:

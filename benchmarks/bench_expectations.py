@@ -5,7 +5,8 @@ database is migrated, then:
 
 - import N new expectations (each with a ``match`` rule), re-import them unchanged, and import
   them all changed (a new version each); reported as expectations per second;
-- match conversations with ``storage.expectations.match_expectation`` by each rule: reference id,
+- match conversations with ``storage.expectations.repository.match_expectation`` by each rule:
+reference id,
   conversation id (after a miss on the reference id), first user message (after misses on both).
   The peer is ``find_by_id``, a primary-key lookup, measured in the same run: the ratio says what
   the rule costs over the cheapest possible lookup.
@@ -32,13 +33,13 @@ from typing import Any
 from sqlalchemy import Connection
 
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import (
+from toolscore.storage.expectations.repository import (
     ExpectationData,
     find_by_id,
     import_expectations,
     match_expectation,
 )
+from toolscore.storage.plumbing.engine import create_engine
 
 
 def _items(count: int, tag: str) -> list[ExpectationData]:

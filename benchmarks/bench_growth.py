@@ -40,8 +40,8 @@ from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
 from pipeline_load import payloads as _payloads
 from sqlalchemy import select
 
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.plumbing.engine import create_engine
 
 
 def _template(url: str) -> dict[str, tuple[list[str], list[list[Any]]]]:

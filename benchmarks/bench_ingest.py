@@ -150,9 +150,9 @@ def run_toolscore(
 ) -> RunFigures:
     from sqlalchemy import func, select
 
-    from toolscore.storage.engine import create_engine
     from toolscore.storage.migrate import upgrade
-    from toolscore.storage.telemetry import spans_table
+    from toolscore.storage.plumbing.engine import create_engine
+    from toolscore.storage.telemetry.spans import spans_table
 
     if python == sys.executable:  # a baseline's own serve migrates to its own schema
         upgrade(db_url)

@@ -121,8 +121,8 @@ def _children_cpu_s(exclude: set[int]) -> float:
 def _prepare(db_url: str) -> None:
     from pipeline_load import import_bench_expectation
 
-    from toolscore.storage.engine import create_engine
     from toolscore.storage.migrate import upgrade
+    from toolscore.storage.plumbing.engine import create_engine
 
     upgrade(db_url)
     engine = create_engine(db_url)
@@ -142,8 +142,8 @@ def _prepare(db_url: str) -> None:
 def _latencies(db_url: str, prefix: str, expected: int, timeout: float) -> tuple[list[float], Any]:
     from sqlalchemy import func, select
 
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.pipeline import conversations, evaluations
+    from toolscore.storage.conversations.tables import conversations, evaluations
+    from toolscore.storage.plumbing.engine import create_engine
 
     engine = create_engine(db_url)
     deadline = time.monotonic() + timeout

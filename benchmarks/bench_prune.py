@@ -4,7 +4,8 @@ A database is filled with ``--old`` spans of the pipeline benchmark's traces (7-
 conversations) received 30 days ago and marked scored; then a writer thread stores 511-span
 requests the way ``serve``'s ingest does (``store_telemetry`` + the conversation hook, one
 transaction each) for ``--seconds``, once alone and once while a pruning pass
-(``storage.pruning.prune``, the serve defaults: 2,000 rows per transaction) deletes the old
+(``storage.retention.span_pruning.prune``, the serve defaults: 2,000 rows per transaction) deletes
+the old
 spans. Reported per database: batches stored, p50 / p99 / max batch latency in each phase, and
 the pruning pass's duration and rows deleted.
 
@@ -27,12 +28,12 @@ from pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST
 from pipeline_load import payloads as _payloads
 from sqlalchemy import text
 
-from toolscore.collector.decode import decode_traces, parse_traces_protobuf
+from toolscore.collector.otlp.decode import decode_traces, parse_traces_protobuf
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pruning import prune
-from toolscore.storage.telemetry import span_values, store_telemetry
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.retention.span_pruning import prune
+from toolscore.storage.telemetry.spans import span_values, store_telemetry
 
 DAY_NS = 86_400 * 1_000_000_000
 

@@ -51,7 +51,7 @@ from soak_sizes import (
     sqlite_tables,
 )
 
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 POOL = 64
 

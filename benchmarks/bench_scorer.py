@@ -155,7 +155,7 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
     from toolscore.collector.offline.engine import run
     from toolscore.collector.offline.job import Job
     from toolscore.scorer import bulk, bulk_metrics
-    from toolscore.storage.jsoncodec import LineCodec
+    from toolscore.storage.plumbing.jsoncodec import LineCodec
 
     lines = data.splitlines(keepends=True)
     plan, codec, clock = bulk.DEFAULT_PLAN, LineCodec(), time.perf_counter_ns

@@ -3,7 +3,7 @@
 Each measurement is a fresh child process: it fills a real database (a new SQLite file, or your
 own PostgreSQL database with ``--postgres``, its schema dropped and migrated again) with N
 matched 7-span conversations stored as the receiver stores them (``pipeline_load.py``'s OTLP
-requests, decoded by ``collector/decode.py``, ``store_telemetry`` and the ingest hook's
+requests, decoded by ``collector/otlp/decode.py``, ``store_telemetry`` and the ingest hook's
 ``assign_spans`` in one transaction per request), all ready to score, then runs
 ``RoundRunner.run_once`` (what the scoring process runs) until nothing is left, in its thread,
 and checks every conversation got a scored revision. CPU is the thread's CPU time

@@ -35,11 +35,11 @@ from pipeline_load import payloads as _payloads
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from toolscore.collector.decode import decode_traces, parse_traces_protobuf
+from toolscore.collector.otlp.decode import decode_traces, parse_traces_protobuf
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import span_values, store_telemetry
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import span_values, store_telemetry
 
 TABLES = ("spans", "traces", "log_records", "conversations")
 

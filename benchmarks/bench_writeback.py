@@ -36,9 +36,10 @@ from tests.collector.export.sink import GrpcSink, HttpSink
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import resolve_export_settings
 from toolscore.collector.export.worker import export_pass
-from toolscore.storage import exports, migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage import migrate
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.history import outbox as exports
+from toolscore.storage.plumbing.engine import create_engine
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 

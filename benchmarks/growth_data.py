@@ -13,10 +13,10 @@ from pipeline_load import SPANS_PER_TRACE
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
 
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import spans_table
-from toolscore.storage.traces import traces_table
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
+from toolscore.storage.telemetry.traces import traces_table
 
 TABLES = (traces_table, spans_table, conversations, evaluations, tool_calls)
 SEQ_COLUMNS = frozenset({"seq", "trace_seq"})  # the trace's number: the next ones, in order

@@ -33,12 +33,12 @@ from pipeline_load import payloads
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from toolscore.collector.decode import decode_traces
+from toolscore.collector.otlp.decode import decode_traces
 from toolscore.collector.pipeline.assign import AssignConfig, _summarise
-from toolscore.storage import assignments
-from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import insert_keyed_spans, keyed_span_rows, span_values
-from toolscore.storage.traces import number_traces
+from toolscore.storage.conversations import assignments
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import insert_keyed_spans, keyed_span_rows, span_values
+from toolscore.storage.telemetry.traces import number_traces
 
 PHASES = ("rows", "numbers", "spans", "read", "insert", "upsert", "commit", "total")
 WARM = (  # the indexes every ingest request writes

@@ -23,7 +23,7 @@ CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tok
 
 def import_bench_expectation(engine: Any) -> None:
     """Store the expectation "bench" that every load trace names, in ``engine``'s database."""
-    from toolscore.storage.expectations import ExpectationData, import_expectations
+    from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 
     reference = [{"name": name, "args": args} for name, args in CALLS]
     with engine.connect() as conn:

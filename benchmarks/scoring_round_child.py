@@ -21,24 +21,30 @@ PHASES = (
 )  # fmt: skip
 # phase -> (module, attribute) of the functions that make it up; absent ones are skipped.
 WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
-    "claim": (("storage.leases", "claim_ready"), ("storage.leases", "next_due_ns")),
-    "sizes": (("storage.leases", "span_counts"),),
-    "heads": (("storage.conversations", "heads_and_traces"), ("storage.retention", "carried")),
-    "load": (("storage.telemetry", "load_spans"), ("storage.telemetry", "load_logs")),
-    "decode": (
-        ("storage.jsoncodec", "json_loads"),
-        ("storage.telemetry", "_span_from_values"),
-        ("storage.telemetry", "decode_spans"),
+    "claim": (
+        ("storage.conversations.leases", "claim_ready"),
+        ("storage.conversations.leases", "next_due_ns"),
     ),
-    "reconstruct": (("collector.reconstruct", "reconstruct"),),
+    "sizes": (("storage.conversations.leases", "span_counts"),),
+    "heads": (
+        ("storage.conversations.reading", "heads_and_traces"),
+        ("storage.retention.spans", "carried"),
+    ),
+    "load": (("storage.telemetry.spans", "load_spans"), ("storage.telemetry.spans", "load_logs")),
+    "decode": (
+        ("storage.plumbing.jsoncodec", "json_loads"),
+        ("storage.telemetry.spans", "_span_from_values"),
+        ("storage.telemetry.spans", "decode_spans"),
+    ),
+    "reconstruct": (("collector.reconstruction.rebuild", "reconstruct"),),
     "match": (("collector.pipeline.score", "_Matcher.match"),),
     "score": (("collector.pipeline.score", "_evaluate"),),
     "rows": (
         ("collector.pipeline.score", "_call_rows"),
         ("collector.pipeline.score", "_storable_evaluations"),
-        ("collector.not_evaluated", "mark_not_evaluated"),
+        ("collector.pipeline.not_evaluated", "mark_not_evaluated"),
     ),
-    "write": (("storage.evaluations", "write_revisions"),),
+    "write": (("storage.history.evaluations", "write_revisions"),),
 }
 
 
@@ -119,7 +125,7 @@ class _Phases:
 def _import_all() -> None:
     import toolscore.collector.pipeline.rounds
     import toolscore.collector.pipeline.score
-    import toolscore.storage.engine  # noqa: F401
+    import toolscore.storage.plumbing.engine  # noqa: F401
 
 
 def _fill(url: str, conversations: int) -> int:
@@ -128,11 +134,11 @@ def _fill(url: str, conversations: int) -> int:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from pipeline_load import TRACES_PER_REQUEST, import_bench_expectation, payloads
 
-    from toolscore.collector.decode import decode_traces
+    from toolscore.collector.otlp.decode import decode_traces
     from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
-    from toolscore.storage.engine import create_engine
     from toolscore.storage.migrate import upgrade
-    from toolscore.storage.telemetry import span_values, store_telemetry
+    from toolscore.storage.plumbing.engine import create_engine
+    from toolscore.storage.telemetry.spans import span_values, store_telemetry
 
     engine = create_engine(url)
     with engine.begin() as conn:
@@ -159,8 +165,8 @@ def _fill(url: str, conversations: int) -> int:
 def _scored(url: str) -> int:
     from sqlalchemy import func, select
 
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.pipeline import conversations
+    from toolscore.storage.conversations.tables import conversations
+    from toolscore.storage.plumbing.engine import create_engine
 
     engine = create_engine(url)
     c = conversations.c

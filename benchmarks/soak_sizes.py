@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 HISTORY = ("conversations", "traces", "tool_calls", "evaluations")
 COUNTS = (

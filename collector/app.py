@@ -26,88 +26,43 @@ import dataclasses
 import gc
 import logging
 import signal
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
 
-from toolscore.collector.checkpoints import CheckpointMetrics, WalCheckpointer
-from toolscore.collector.decode import DecodeLimits
-from toolscore.collector.failure import Failure, UsageError
-from toolscore.collector.ingest import IngestConfig, IngestHook
-from toolscore.collector.listeners import grpc_receiver, http_receiver, start_grpc, start_http
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.components import (
+    AppContext,
+    Component,
+    Extension,
+    ExtensionFactory,
+)
+from toolscore.collector.errors import Failure, UsageError
+from toolscore.collector.ingest.guard import GuardedWriter
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.ingest.writer import IngestConfig
+from toolscore.collector.otlp.decode import DecodeLimits
+from toolscore.collector.otlp.sanitize import DEFAULT_KEY_ATTRIBUTES
 from toolscore.collector.receiver.core import OtlpCore
-from toolscore.collector.residency import IndexResidency, ResidencyMetrics
-from toolscore.collector.sanitize import DEFAULT_KEY_ATTRIBUTES
+from toolscore.collector.receiver.listeners import (
+    grpc_receiver,
+    http_receiver,
+    start_grpc,
+    start_http,
+)
 from toolscore.collector.settings import CONFIG, Settings
-from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S, ExitDeadline, exit_now
-from toolscore.collector.watchdog import Watchdog
-from toolscore.collector.writer_guard import GuardedWriter
+from toolscore.collector.upkeep.checkpoints import CheckpointMetrics, WalCheckpointer
+from toolscore.collector.upkeep.residency import IndexResidency, ResidencyMetrics
+from toolscore.collector.upkeep.shutdown import (
+    HARD_EXIT_EXTRA_S,
+    STOP_EXTRA_S,
+    ExitDeadline,
+    exit_now,
+)
+from toolscore.collector.upkeep.watchdog import Watchdog
 from toolscore.storage.database import Engine
-from toolscore.storage.engine import Deadlines
+from toolscore.storage.plumbing.engine import Deadlines
 
 log = logging.getLogger("toolscore.serve")
 
-
-class Component(Protocol):
-    """A long-running part of the service (started after the database is ready)."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None:
-        """Finish or hand back in-progress work, then return."""
-        ...
-
-
-class Signal:
-    """A "something happened" fan-out between extensions of one process.
-
-    ``emit()`` may be called from any thread and calls every subscriber in the caller's thread,
-    so subscribers must be thread-safe and quick (e.g. set a flag on their own event loop).
-    """
-
-    def __init__(self) -> None:
-        self._subscribers: tuple[Callable[[], None], ...] = ()
-        self._lock = threading.Lock()
-
-    def subscribe(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            self._subscribers = (*self._subscribers, callback)
-
-    def emit(self) -> None:
-        for callback in self._subscribers:  # a tuple: subscribing meanwhile is safe
-            try:
-                callback()
-            except Exception:  # one subscriber's bug must not break the emitter (the pipeline)
-                log.exception("signal subscriber %r failed", callback)
-
-
-@dataclass(frozen=True, slots=True)
-class AppContext:
-    settings: Settings
-    engine: Engine
-    metrics: Metrics
-    scoring_config: Any | None  # scorer.ScoringConfig when --config was given, else None
-    # Emitted after evaluation rows were committed by this process (the pipeline's rounds).
-    evaluations_written: Signal = field(default_factory=Signal)
-    # The server checkpoints SQLite's write-ahead log itself (collector.checkpoints): processes
-    # it starts open their engines with autocheckpoint off.
-    server_checkpoints: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Extension:
-    hooks: Sequence[IngestHook] = ()
-    components: Sequence[Component] = ()
-    # span attributes the extension reads as ids (conversation keys): the decoder rejects spans
-    # whose value the database could not hold as a key (NUL, too long), before the transaction
-    key_attributes: Sequence[str] = ()
-    # what the extension adds to the start-up line, by part (see :data:`SUMMARY_PARTS`)
-    summary: Mapping[str, str] = field(default_factory=dict)
-
-
-ExtensionFactory = Callable[[AppContext], Extension]
 
 # Parts of the start-up line extensions fill in, in the order shown, with what is said when no
 # extension does. The retention extension (issue 11 "Bounded storage") reports "retention".
@@ -157,8 +112,8 @@ class App:
 
     async def start(self) -> None:
         from toolscore.storage.database import open_database
-        from toolscore.storage.engine import redact, url_with_deadlines
         from toolscore.storage.migrate import upgrade
+        from toolscore.storage.plumbing.engine import redact, url_with_deadlines
 
         s = self.settings
         scoring_config = _load_scoring_config(s)
@@ -233,7 +188,7 @@ class App:
             self.http_port = await start_http(self._http, s.http)
 
     def _make_watchdog(self) -> Watchdog:
-        from toolscore.storage.health import ping
+        from toolscore.storage.plumbing.health import ping
 
         engine, writer = self.engine, self._writer
         assert writer is not None
@@ -255,7 +210,7 @@ class App:
     def describe(self) -> tuple[str, dict[str, str]]:
         """The start-up line and its parts as structured fields: listeners, database (password
         hidden), scoring processes, span retention, write-back, TLS and auth."""
-        from toolscore.storage.engine import redact
+        from toolscore.storage.plumbing.engine import redact
 
         s = self.settings
         scheme = "https" if s.tls else "http"

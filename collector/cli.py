@@ -103,7 +103,7 @@ def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, 
     its return value; a :class:`Failure` (1) or :class:`UsageError` (2, a ``ConfigError``
     among them) printed as ``toolscore COMMAND: message``; 130 on Ctrl-C; quietly 0 (or the
     command's ``closed_stdout_status``) when stdout's reader went away."""
-    from toolscore.collector.failure import Failure
+    from toolscore.collector.errors import Failure
 
     try:
         status: int = handler(args)
@@ -115,7 +115,7 @@ def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, 
         # 0: the reader has all it wanted; a command whose cut output loses results says 1
         return int(getattr(args, "closed_stdout_status", 0))
     except Failure as exc:
-        from toolscore.collector.safe_text import safe_message
+        from toolscore.collector.views.safe_text import safe_message
 
         print(safe_message(f"toolscore {name}: {exc}"), file=sys.stderr)
         return exc.status

@@ -13,7 +13,7 @@ Adding a ``serve`` flag (docs/architecture.md, "Configuration"):
 1. add a field to the frozen dataclass of the part it configures (``Settings`` in
    ``collector/settings.py``, ``PipelineOptions`` in ``collector/pipeline/options.py``, the
    write-back's ``OPTIONS`` in ``collector/export/settings.py``, ``RetentionOptions`` in
-   ``collector/retention.py``; every part is listed in ``collector/serve_config.py``);
+   ``collector/upkeep/retention_runner.py``; every part is listed in ``collector/serve_config.py``);
 2. add an ``Option(flag, field, help, parse=..., default=...)`` to that module's ``OPTIONS``
    tuple (the variable defaults to ``TOOLSCORE_`` + the flag's name; the parsers below raise
    ``ValueError("expected ...")`` and the mechanism adds the names and the bad value);
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolscore.collector.failure import UsageError
+from toolscore.collector.errors import UsageError
 
 Parser = Callable[[str], Any]
 

@@ -1,4 +1,5 @@
-"""Receiver errors and the ONE mapping from them to gRPC and HTTP statuses.
+"""Errors and the ONE mapping from them to statuses: gRPC and HTTP for the receiver, exit
+statuses for commands (docs/cli.md, "Exit status"; ``collector/cli.py`` prints them).
 
 Retryable conditions (queue full, too many requests in flight, database unavailable, shutting
 down) become UNAVAILABLE / 503 with a retry delay, so exporters retry; permanent ones
@@ -11,10 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscore.collector.decode import DecodeError
+from toolscore.collector.otlp.decode import DecodeError
 
 if TYPE_CHECKING:
     import grpc
+
+
+class Failure(Exception):
+    """The command could not do its work (a database, a file, the network): exit status 1."""
+
+    status = 1
+
+
+class UsageError(Failure):
+    """The command was asked something it cannot do (a bad flag, variable or file): status 2."""
+
+    status = 2
 
 
 class ReceiverError(Exception):

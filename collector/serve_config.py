@@ -19,7 +19,7 @@ from toolscore.collector.settings import OPTIONS, Settings
 if TYPE_CHECKING:
     from toolscore.collector.export.settings import ExportSettings
     from toolscore.collector.pipeline.options import PipelineOptions
-    from toolscore.collector.retention import RetentionOptions
+    from toolscore.collector.upkeep.retention_runner import RetentionOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str
     """Every ``serve`` option (flags > ``environ`` > defaults); raises ConfigError."""
     from toolscore.collector.export.options import settings_from
     from toolscore.collector.pipeline.options import options_from
-    from toolscore.collector.retention import options_from as retention_from
+    from toolscore.collector.upkeep.retention_runner import options_from as retention_from
 
     settings = Settings.from_args(args, environ)
     pipeline = options_from(args, environ)
@@ -49,6 +49,6 @@ def serve_options() -> tuple[Option, ...]:
     """Every ``serve`` option, in ``--help`` order."""
     from toolscore.collector.export.settings import OPTIONS as EXPORT
     from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
-    from toolscore.collector.retention import OPTIONS as RETENTION
+    from toolscore.collector.upkeep.retention_runner import OPTIONS as RETENTION
 
     return OPTIONS + PIPELINE + EXPORT + RETENTION

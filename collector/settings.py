@@ -32,7 +32,7 @@ DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # OTLP v1.11 recommendation
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
-DEFAULT_SQLITE_RESIDENT_BYTES = 256 * 1024 * 1024  # storage/residency.py
+DEFAULT_SQLITE_RESIDENT_BYTES = 256 * 1024 * 1024  # storage/plumbing/residency.py
 DEFAULT_MAX_QUEUED_SPANS = 100_000
 DEFAULT_MAX_BATCH_SPANS = 20_000
 # Export requests read, decoded or being stored at once (both transports): the memory they hold
@@ -343,7 +343,7 @@ class Settings:
 
     def validate(self) -> None:
         """Check cross-field rules and files; raise ConfigError naming flags and variables."""
-        from toolscore.storage.engine import DatabaseUrlError, normalize_url
+        from toolscore.storage.plumbing.engine import DatabaseUrlError, normalize_url
 
         try:
             normalize_url(self.db_url)

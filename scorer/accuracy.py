@@ -377,4 +377,3 @@ class ToolCallAccuracy:
 
     def options(self) -> dict[str, Any]:
         return {"order": self.order, "length_mismatch": self.length_mismatch}
-

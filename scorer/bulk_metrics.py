@@ -190,9 +190,7 @@ def f1(pred: list[dict[str, Any]], ref: list[dict[str, Any]]) -> tuple[float, Ro
                 extra.append(call)
                 reasons.append(unexpected_reason(call["name"], call["args"]))
     losses = (
-        f1_losses([c["name"] for c in missing], [c["name"] for c in extra], f1)
-        if fn or fp
-        else []
+        f1_losses([c["name"] for c in missing], [c["name"] for c in extra], f1) if fn or fp else []
     )
     return f1, {
         "true_positives": tp,

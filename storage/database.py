@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, inspect
 
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 __all__ = ["Connection", "Database", "Engine", "MissingTableError", "open_database"]
 
@@ -46,10 +46,12 @@ def open_database(
     """An engine on database ``url`` (the caller disposes of it).
 
     ``must_exist`` (read-only commands): a SQLite file that does not exist raises
-    ``storage.engine.DatabaseMissingError`` instead of being created. ``upgrade``: migrate the
+    ``storage.plumbing.engine.DatabaseMissingError`` instead of being created. ``upgrade``: migrate
+    the
     database to the newest revision first. ``table``: connect once and raise
     :class:`MissingTableError` unless the database has that table. A malformed URL raises
-    ``storage.engine.DatabaseUrlError``; ``engine_args`` go to ``storage.engine.create_engine``.
+    ``storage.plumbing.engine.DatabaseUrlError``; ``engine_args`` go to
+    ``storage.plumbing.engine.create_engine``.
     """
     if upgrade:
         from toolscore.storage import migrate

@@ -9,7 +9,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from toolscore.storage.engine import create_engine, normalize_url
+from toolscore.storage.plumbing.engine import create_engine, normalize_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 

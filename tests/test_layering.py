@@ -1,6 +1,7 @@
 """The packages' rooms: scorer/ is pure, storage/ sits on scorer/, and only storage/ speaks SQL;
-which database it is gets asked in storage/dialect.py (statements), storage/base.py (column types),
-storage/engine.py (connections) and the migrations only.
+which database it is gets asked in storage/plumbing/dialect.py (statements), storage/base.py
+(column types),
+storage/plumbing/engine.py (connections) and the migrations only.
 
 ``PENDING`` lists the imports that still cross a wall (modules to move); the test fails both
 when a new crossing appears and when a listed one is gone (then strike it from the list).
@@ -55,11 +56,11 @@ def test_no_package_imports_across_its_walls() -> None:
 
 #: Where asking which database it is (SQLite or PostgreSQL) is allowed.
 DIALECT_HOMES = (
-    "storage/dialect.py",
-    "storage/dialect_rows.py",
-    "storage/database_file.py",
+    "storage/plumbing/dialect.py",
+    "storage/plumbing/row_lists.py",
+    "storage/plumbing/database_file.py",
     "storage/base.py",
-    "storage/engine.py",
+    "storage/plumbing/engine.py",
     "storage/migrations/",
 )
 BACKENDS = {"sqlite", "postgresql", "postgres"}
@@ -96,7 +97,7 @@ def test_only_the_dialect_modules_ask_which_database_it_is() -> None:
             name = str(path.relative_to(ROOT))
             if not name.startswith(DIALECT_HOMES) and (lines := _dialect_questions(path)):
                 found[name] = lines
-    assert found == {}, "dialect branches outside storage/dialect.py"
+    assert found == {}, "dialect branches outside storage/plumbing/dialect.py"
 
 
 #: Connection methods that run a statement: only storage/ calls them.

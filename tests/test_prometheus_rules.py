@@ -23,8 +23,8 @@ from tests.collector.pipeline.e2e import genai_agent_trace, import_refs, otlp_pr
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.collector.status import status_extension
-from toolscore.storage.expectations import ExpectationData
+from toolscore.collector.upkeep.status import status_extension
+from toolscore.storage.expectations.repository import ExpectationData
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "prometheus"

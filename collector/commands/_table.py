@@ -1,7 +1,8 @@
 """Plain-text tables for the terminal (no dependency, stable output that scripts can diff).
 
 Cells are untrusted (span-derived): :func:`render_table` escapes their control characters
-(``toolscore.collector.safe_text``) before measuring them, so a cell can neither move the cursor
+(``toolscore.collector.views.safe_text``) before measuring them, so a cell can neither move the
+cursor
 nor break the table's lines.
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolscore.collector.safe_text import json_safe, terminal_safe
+from toolscore.collector.views.safe_text import json_safe, terminal_safe
 
 ELLIPSIS = "…"
 

@@ -1,6 +1,6 @@
 """What every command that touches the database shares: ``--db`` and opening the database.
 
-Errors are raised (``collector/failure.py``), never printed here: ``collector/cli.py`` prints
+Errors are raised (``collector/errors.py``), never printed here: ``collector/cli.py`` prints
 them and turns them into the exit status.
 """
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from toolscore.collector.configuration import add_options
-from toolscore.collector.failure import Failure
+from toolscore.collector.errors import Failure
 from toolscore.collector.settings import DB, DB_ENV, DEFAULT_DB_URL, resolve_db_url
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
 
 def database_url(args: argparse.Namespace) -> str:
     """``--db``, else ``TOOLSCORE_DB``, else the default, checked (UsageError naming both)."""
-    from toolscore.storage.engine import DatabaseUrlError, normalize_url
+    from toolscore.storage.plumbing.engine import DatabaseUrlError, normalize_url
 
     url = resolve_db_url(args, os.environ)
     try:
@@ -53,8 +53,8 @@ def database_errors(url: str, doing: str = "") -> Iterator[None]:
     password hidden (also in the driver's message, which may quote parts of the URL);
     ``doing`` (``"import failed, nothing imported"``) goes between them."""
     from toolscore.storage.database import MissingTableError
-    from toolscore.storage.engine import DatabaseMissingError, DatabaseUrlError, redact
-    from toolscore.storage.url_safety import without_password
+    from toolscore.storage.plumbing.engine import DatabaseMissingError, DatabaseUrlError, redact
+    from toolscore.storage.plumbing.url_safety import without_password
 
     try:
         yield
@@ -83,7 +83,7 @@ def open_database(
     disposes of the engine.
     """
     from toolscore.storage.database import MissingTableError, open_database
-    from toolscore.storage.engine import redact
+    from toolscore.storage.plumbing.engine import redact
 
     url = database_url(args)
     try:

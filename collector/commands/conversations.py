@@ -5,7 +5,7 @@ expectation version each conversation was scored against; ``show`` also rebuilds
 the stored spans. ``--json`` prints the same data for scripts.
 
 Every value shown comes from spans (untrusted): the text output escapes control and bidi
-characters (``toolscore.collector.safe_text``), the JSON output escapes them as ``\\uXXXX``.
+characters (``toolscore.collector.views.safe_text``), the JSON output escapes them as ``\\uXXXX``.
 """
 
 from __future__ import annotations
@@ -25,25 +25,25 @@ from toolscore.collector.commands._table import (
 )
 from toolscore.collector.commands.common import add_db_argument, open_database
 from toolscore.collector.commands.show_losses import render_losses
-from toolscore.collector.commands.show_spans import render_spans
 from toolscore.collector.configuration import add_options
-from toolscore.collector.conversation_view import (
+from toolscore.collector.errors import Failure, UsageError
+from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED
+from toolscore.collector.pipeline.options import (
+    CONTROL_CALLS_OPTIONS,
+    control_calls_from,
+)
+from toolscore.collector.views.conversation import (
     iso,
     load_conversation,
     recent_conversations,
     why_unmatched,
 )
-from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED
-from toolscore.collector.failure import Failure, UsageError
-from toolscore.collector.pipeline.options import (
-    CONTROL_CALLS_OPTIONS,
-    control_calls_from,
-)
-from toolscore.collector.safe_text import json_safe, safe_lines
+from toolscore.collector.views.safe_text import json_safe, safe_lines
+from toolscore.collector.views.spans import render_spans
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine
-    from toolscore.storage.rollup import HistoryState
+    from toolscore.storage.retention.rollup import HistoryState
 
 STATUSES = ("open", "scored", "unmatched", "error")
 
@@ -161,7 +161,7 @@ def _conversations(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from toolscore.storage.rollup import state as history_state
+    from toolscore.storage.retention.rollup import state as history_state
 
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     engine = _open(args)
@@ -315,7 +315,7 @@ def _render_calls(data: Mapping[str, Any]) -> list[str]:
 
 def _render_evaluation(evaluation: Mapping[str, Any]) -> list[str]:
     details = evaluation["details"] if isinstance(evaluation["details"], Mapping) else {}
-    unscored = details.get("label") == LABEL_NOT_EVALUATED  # collector/not_evaluated.py
+    unscored = details.get("label") == LABEL_NOT_EVALUATED  # collector/pipeline/not_evaluated.py
     shown = LABEL_NOT_EVALUATED if unscored else format_score(evaluation["score"])
     head = f"  {evaluation['metric']}  {shown}"
     if evaluation["metric_type"] != evaluation["metric"]:

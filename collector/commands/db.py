@@ -29,8 +29,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from toolscore.storage.engine import redact
     from toolscore.storage.migrate import current_revision, upgrade
+    from toolscore.storage.plumbing.engine import redact
 
     url = database_url(args)
     progress, handler = logging.getLogger("toolscore.migrate"), _progress_handler()
@@ -54,8 +54,8 @@ def _progress_handler() -> logging.Handler:
 
 
 def _current(args: argparse.Namespace) -> int:
-    from toolscore.storage.engine import redact
     from toolscore.storage.migrate import current_revision, head_revision
+    from toolscore.storage.plumbing.engine import redact
 
     url = database_url(args)
     with database_errors(url):

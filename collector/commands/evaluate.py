@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from toolscore.collector.configuration import add_options, resolve
-from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
-from toolscore.collector.failure import UsageError
+from toolscore.collector.errors import UsageError
 from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
 from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
+from toolscore.collector.reconstruction.conversation_keys import (
+    DEFAULT_CONVERSATION_KEYS,
+    DEFAULT_REFERENCE_KEY,
+)
 from toolscore.collector.settings import CONFIG
 
 # The scoring configuration (not checked for existence here: loading it names a missing file)
@@ -49,9 +52,9 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from toolscore.collector.evaluate import EvaluateError, EvaluateOptions, evaluate, load
-    from toolscore.collector.gate import gate_from_flags
-    from toolscore.collector.refs_file import RefsFileError, load_refs_file
+    from toolscore.collector.expectations.files import RefsFileError, load_refs_file
+    from toolscore.collector.offline.evaluate import EvaluateError, EvaluateOptions, evaluate, load
+    from toolscore.collector.views.gate import gate_from_flags
     from toolscore.scorer import ConfigError, default_config, load_config
 
     given = resolve(OPTIONS, args, os.environ)
@@ -84,9 +87,9 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _write(found: list[Any], names: list[str], gate: Any, junit: str | None) -> int:
-    from toolscore.collector.evaluate import outcome_row
-    from toolscore.collector.gate import conclude
-    from toolscore.collector.safe_text import json_safe
+    from toolscore.collector.offline.evaluate import outcome_row
+    from toolscore.collector.views.gate import conclude
+    from toolscore.collector.views.safe_text import json_safe
 
     failed = False
     for outcome in found:

@@ -4,7 +4,7 @@ Ids, errors and details are untrusted (span-derived). CSV is for spreadsheets an
 text cell has its control and bidi characters escaped (``\\x1b``, ``\\n``: one record per line)
 and gets a ``'`` prefix when a spreadsheet would run it as a formula (``=HYPERLINK(...)``); the
 JSON columns and JSON lines escape those characters as ``\\uXXXX`` and so keep the exact values
-(``toolscore.collector.safe_text``).
+(``toolscore.collector.views.safe_text``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from toolscore.collector.commands.common import (
     open_database,
 )
 from toolscore.collector.commands.report import parse_date
-from toolscore.collector.evaluation_rows import FIELDS, evaluation_rows
-from toolscore.collector.failure import Failure
-from toolscore.collector.safe_text import csv_cell, json_safe, safe_message, terminal_safe
+from toolscore.collector.errors import Failure
+from toolscore.collector.views.evaluation_rows import FIELDS, evaluation_rows
+from toolscore.collector.views.safe_text import csv_cell, json_safe, safe_message, terminal_safe
 
 
 def register(subparsers: Any) -> None:

@@ -3,7 +3,8 @@
 
 ``--spans-older-than`` deletes the spans and log records of finished conversations whose last
 span arrived more than DURATION ago, exactly as ``serve --span-retention`` does periodically
-(:mod:`toolscore.collector.retention`); conversations, tool calls, evaluations and expectations
+(:mod:`toolscore.collector.upkeep.retention_runner`); conversations, tool calls, evaluations and
+expectations
 stay. ``--history-older-than`` deletes those conversations whole, as ``serve
 --history-retention`` does, their scores kept in the daily rollup. Safe while ``serve`` runs on
 the same database.
@@ -22,7 +23,7 @@ from toolscore.collector.commands.common import (
     database_url,
     open_database,
 )
-from toolscore.collector.failure import Failure, UsageError
+from toolscore.collector.errors import Failure, UsageError
 
 PROG = "toolscore prune"
 
@@ -82,7 +83,7 @@ class ProgressBar:
 
 
 def _duration(flag: str, value: str | None) -> float | None:
-    from toolscore.collector.retention import DurationError, parse_duration
+    from toolscore.collector.upkeep.retention_runner import DurationError, parse_duration
 
     if value is None:
         return None
@@ -96,7 +97,7 @@ def _duration(flag: str, value: str | None) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscore.collector.retention import cutoff_for, history_too_short
+    from toolscore.collector.upkeep.retention_runner import cutoff_for, history_too_short
 
     if args.spans_older_than is None and args.history_older_than is None:
         raise UsageError("give --spans-older-than or --history-older-than (or both)")
@@ -122,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
-    from toolscore.collector.retention import size_note
-    from toolscore.storage.pruning import prune
-    from toolscore.storage.retention import plan, supported
+    from toolscore.collector.upkeep.retention_runner import size_note
+    from toolscore.storage.retention.span_pruning import prune
+    from toolscore.storage.retention.spans import plan, supported
 
     with engine.connect() as conn:
         if not supported(conn):
@@ -153,10 +154,10 @@ def _prune(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
 
 
 def _prune_history(engine: Any, cutoff_ns: int, *, dry_run: bool) -> int:
-    from toolscore.collector.retention import size_note
-    from toolscore.storage.history_pruning import prune_history
-    from toolscore.storage.history_retention import plan
-    from toolscore.storage.rollup import supported
+    from toolscore.collector.upkeep.retention_runner import size_note
+    from toolscore.storage.retention.conversation_pruning import prune_history
+    from toolscore.storage.retention.conversations import plan
+    from toolscore.storage.retention.rollup import supported
 
     with engine.connect() as conn:
         if not supported(conn):

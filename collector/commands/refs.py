@@ -2,7 +2,8 @@
 against.
 
 Expectation ids, calls and match rules come from imported files: the text output escapes their
-control and bidi characters (``toolscore.collector.safe_text``), the JSON output as ``\\uXXXX``.
+control and bidi characters (``toolscore.collector.views.safe_text``), the JSON output as
+``\\uXXXX``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from toolscore.collector.commands.common import (
     database_url,
     open_database,
 )
-from toolscore.collector.failure import Failure, UsageError
-from toolscore.collector.safe_text import json_safe, safe_lines, terminal_safe
+from toolscore.collector.errors import Failure, UsageError
+from toolscore.collector.views.safe_text import json_safe, safe_lines, terminal_safe
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine
-    from toolscore.storage.expectations import ExpectationRow
+    from toolscore.storage.expectations.repository import ExpectationRow
 
 
 def register(subparsers: Any) -> None:
@@ -84,8 +85,8 @@ def _metric_names(config_path: Path) -> list[str]:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from toolscore.collector.refs_file import RefsFileError, load_refs_file
-    from toolscore.storage.expectations import import_expectations
+    from toolscore.collector.expectations.files import RefsFileError, load_refs_file
+    from toolscore.storage.expectations.repository import import_expectations
 
     metric_names = None if args.config is None else _metric_names(args.config)
     try:
@@ -157,7 +158,7 @@ def row_json(row: ExpectationRow) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from toolscore.storage.expectations import list_expectations
+    from toolscore.storage.expectations.repository import list_expectations
 
     engine = _open(args)
     try:
@@ -187,7 +188,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from toolscore.storage.expectations import get_latest, get_version, list_versions
+    from toolscore.storage.expectations.repository import get_latest, get_version, list_versions
 
     engine = _open(args)
     try:

@@ -14,7 +14,7 @@ from toolscore.collector.commands.common import (
     database_url,
     open_database,
 )
-from toolscore.collector.failure import Failure, UsageError
+from toolscore.collector.errors import Failure, UsageError
 
 DEFAULT_DAYS = 30
 
@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscore.collector.report import load_report, render_html, render_text
+    from toolscore.collector.views.report import load_report, render_html, render_text
 
     until: dt.date = args.until or dt.datetime.now(dt.UTC).date()
     since: dt.date = args.since or (until - dt.timedelta(days=DEFAULT_DAYS))

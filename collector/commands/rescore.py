@@ -1,7 +1,8 @@
 """``toolscore rescore [--expectation ID] [--since DATE] [--config FILE] [--resume RUN]``.
 
 Re-scores stored conversations after an expectation or the scoring configuration changed; the
-work is :mod:`toolscore.collector.rescoring`'s. Ctrl-C loses at most the chunk in flight and
+work is :mod:`toolscore.collector.pipeline.rescoring`'s. Ctrl-C loses at most the chunk in flight
+and
 prints the ``--resume RUN`` that continues the run.
 """
 
@@ -22,9 +23,9 @@ from toolscore.collector.commands.common import (
 )
 from toolscore.collector.commands.report import parse_date
 from toolscore.collector.configuration import add_options, resolve_one
-from toolscore.collector.failure import UsageError
+from toolscore.collector.errors import UsageError
 from toolscore.collector.pipeline.options import CONTROL_CALLS_OPTIONS, control_calls_from
-from toolscore.collector.rescoring import RunError, rescore, resolve_config, start_run
+from toolscore.collector.pipeline.rescoring import RunError, rescore, resolve_config, start_run
 from toolscore.collector.settings import CONFIG as SERVE_CONFIG
 
 
@@ -80,7 +81,7 @@ def _given(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolscore.storage import rescore as runs
+    from toolscore.storage.history import rescore_runs as runs
 
     control = control_calls_from(args, os.environ)  # a bad value: ConfigError, exit status 2
     url = database_url(args)

@@ -129,7 +129,7 @@ def quick_args(argv: list[str]) -> argparse.Namespace | None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from toolscore.collector.failure import UsageError
+    from toolscore.collector.errors import UsageError
 
     config = None  # the default configuration is only built if a sample needs the general path
     if args.config is not None:
@@ -173,7 +173,7 @@ def _gate(args: argparse.Namespace, config: Any) -> Any:
     junit = getattr(args, "junit", None)
     if not fail_under and junit is None:
         return None
-    from toolscore.collector.gate import gate_from_flags
+    from toolscore.collector.views.gate import gate_from_flags
     from toolscore.scorer import default_config
 
     names = list((config or default_config()).instances)
@@ -185,8 +185,8 @@ def _gated_run(
     job: Job, source: IO[bytes], progress: Progress | None, gate: Any, junit: str | None
 ) -> int:
     """Score in this process, feeding every output row to ``gate``; then report on it."""
-    from toolscore.collector.gate import GatedOutput, conclude
     from toolscore.collector.offline.engine import run
+    from toolscore.collector.views.gate import GatedOutput, conclude
 
     out = GatedOutput(sys.stdout.buffer, gate)
     status = run(job, source, out, progress=progress, jobs=1)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from toolscore.collector.configuration import add_options
 from toolscore.collector.serve_config import ServeConfig, load_serve_config, serve_options
 
 if TYPE_CHECKING:
-    from toolscore.collector.app import ExtensionFactory
+    from toolscore.collector.components import ExtensionFactory
 
 
 def register(subparsers: Any) -> None:
@@ -35,8 +35,8 @@ def extensions(config: ServeConfig) -> list[ExtensionFactory]:
     """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
     from toolscore.collector.export.extension import export_extension
     from toolscore.collector.pipeline.extension import pipeline_extension
-    from toolscore.collector.retention import retention_extension
-    from toolscore.collector.status import status_extension
+    from toolscore.collector.upkeep.retention_runner import retention_extension
+    from toolscore.collector.upkeep.status import status_extension
 
     return [
         pipeline_extension(config.pipeline),

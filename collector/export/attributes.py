@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.storage.records import LogRecordData, SpanRecord
 
 # OpenTelemetry GenAI semantic conventions (evaluation event and attributes).
 EVALUATION_EVENT_NAME = "gen_ai.evaluation.result"
@@ -53,7 +53,7 @@ LABEL_PASS = "pass"
 LABEL_FAIL = "fail"
 LABEL_ERROR = "error"  # the conversation could not be scored (score is NULL)
 # no score because what the metric compares was not recorded (details.label; see
-# collector/not_evaluated.py): not a failure of the agent, nor of toolscore
+# collector/pipeline/not_evaluated.py): not a failure of the agent, nor of toolscore
 LABEL_NOT_EVALUATED = "not_evaluated"
 
 # A tool-call metric is a correctness check: anything below a perfect score means at least one

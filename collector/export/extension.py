@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from prometheus_client import Counter
 
-from toolscore.collector.app import AppContext, Component, Extension, ExtensionFactory
+from toolscore.collector.components import AppContext, Component, Extension, ExtensionFactory
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.collector.export.worker import ExportWorker, PassResult, ThresholdWriter

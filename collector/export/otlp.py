@@ -45,7 +45,7 @@ from toolscore.collector.export.attributes import (
     threshold_for,
 )
 from toolscore.collector.export.settings import PROTOCOL_GRPC, ExportSettings
-from toolscore.storage.exports import ExportItem
+from toolscore.storage.history.outbox import ExportItem
 
 
 class SpanSink(Protocol):

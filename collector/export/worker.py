@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from toolscore.collector.export.otlp import EvaluationEmitter
 from toolscore.collector.export.settings import ExportSettings
-from toolscore.storage import exports
 from toolscore.storage.database import Database
+from toolscore.storage.history import outbox as exports
 
 log = logging.getLogger(__name__)
 

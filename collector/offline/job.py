@@ -6,7 +6,7 @@ import gc
 import io
 
 from toolscore.collector.offline.reader import bad_line, document_items
-from toolscore.storage.jsoncodec import LineCodec
+from toolscore.storage.plumbing.jsoncodec import LineCodec
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

@@ -6,5 +6,8 @@
 - ``score``: reconstruct, match, score and write the evaluation history;
 - ``rounds``: one round, blocking (claim, score, write), and the outcome counters;
 - ``child``: rounds in a child process (``ScoringProcess``);
-- ``worker``: the ``serve`` component that ties claim and score together.
+- ``worker``: the ``serve`` component that ties claim and score together;
+- ``rescoring``: ``toolscore rescore``'s use case; ``not_evaluated``: metrics given no score.
+
+May import: ``reconstruction``, ``ingest`` (hooks), the scorer, storage.
 """

@@ -10,7 +10,8 @@ named conversation it stays there: the first name wins over conflicting later on
 Reference ids (``toolscore.reference.id`` on any span or resource) belong to the conversation:
 one stored on a trace-keyed conversation moves with its trace, one arriving later on any span of
 a trace reaches the trace's conversation, and the first one stored for a conversation stays
-(conflicting later ones, from any of its traces, are ignored). See ``storage.assignments`` for
+(conflicting later ones, from any of its traces, are ignored). See
+``storage.conversations.assignments`` for
 why concurrent transactions (several servers) cannot lose a move or a reference id.
 
 Cost per ingest batch, whatever its size: one ``SELECT`` of the traces the batch did not number
@@ -25,15 +26,14 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
     conversation_id_for_trace,
     reference_id_for,
     span_order,
 )
-from toolscore.collector.model import SpanRecord
-from toolscore.storage.assignments import (
+from toolscore.storage.conversations.assignments import (
     ConversationTouch,
     TraceState,
     claim_traces,
@@ -41,6 +41,7 @@ from toolscore.storage.assignments import (
     upsert_conversations,
 )
 from toolscore.storage.database import Connection
+from toolscore.storage.records import SpanRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,8 @@ def assign_spans(
     numbered: Collection[str] = frozenset(),
 ) -> AssignResult:
     """Record the conversations of ``spans`` (one ingest batch) in the caller's transaction;
-    ``numbered``: the traces it numbered (``storage.traces.Numbered.new``), not looked up."""
+    ``numbered``: the traces it numbered (``storage.telemetry.traces.Numbered.new``), not looked
+    up."""
     traces = _summarise(spans, log_trace_ids, config)
     if not traces:
         return AssignResult(0, 0, 0)

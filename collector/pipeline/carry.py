@@ -1,4 +1,4 @@
-"""Scoring a conversation whose older telemetry was pruned (storage/retention.py).
+"""Scoring a conversation whose older telemetry was pruned (storage/retention/spans.py).
 
 Its calls are the stored calls of the deleted telemetry (``Carried``) followed by those rebuilt
 from what arrived since. A later turn's model input usually replays the earlier turns; rebuilt
@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscore.collector.reconstruct import ReconstructedCall, Reconstruction
-from toolscore.storage.retention import Carried
+from toolscore.collector.reconstruction.rebuild import ReconstructedCall, Reconstruction
+from toolscore.storage.retention.spans import Carried
 
 _ROW_ONLY = ("id", "conversation_id", "revision")
 

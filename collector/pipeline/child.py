@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import Claimed, SizeLimits, Timing
 from toolscore.collector.pipeline.rounds import DEFAULT_LIMITS, RoundResult, RoundRunner
+from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.reconstruction.control_calls import ControlCalls
 
 
 @dataclass(frozen=True, slots=True)

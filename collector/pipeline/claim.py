@@ -1,4 +1,5 @@
-"""When is a conversation ready, and who scores it; the claim statements: ``storage.leases``.
+"""When is a conversation ready, and who scores it; the claim statements:
+``storage.conversations.leases``.
 
 Ready: ``needs_scoring`` and no live claim, and either no span for ``settle`` seconds, or (sooner)
 the conversation is keyed by its only trace (so no other trace can join it), that trace's root
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolscore.storage import leases
+from toolscore.storage.conversations import leases
+from toolscore.storage.conversations.leases import NS, Claimed
 from toolscore.storage.database import Connection
-from toolscore.storage.leases import NS, Claimed
 
 __all__ = ["NS", "Claimed", "SizeLimits", "Timing", "claim_ready", "next_due_ns"]
 

@@ -7,16 +7,19 @@ from collections.abc import Sequence
 
 from prometheus_client import Counter, Histogram
 
-from toolscore.collector.app import AppContext, Extension, ExtensionFactory
-from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS, DEFAULT_REFERENCE_KEY
+from toolscore.collector.components import AppContext, Extension, ExtensionFactory
 from toolscore.collector.pipeline.assign import AssignConfig
 from toolscore.collector.pipeline.claim import DEFAULT_BIG_SPANS, SizeLimits, Timing
 from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.options import PipelineOptions, processes_for
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.collector.reconstruction.conversation_keys import (
+    DEFAULT_CONVERSATION_KEYS,
+    DEFAULT_REFERENCE_KEY,
+)
 from toolscore.scorer import ScoringConfig, default_config
-from toolscore.storage.dialect import backend_name, scoring_round_size
-from toolscore.storage.pipeline import STATUS_UNMATCHED
+from toolscore.storage.conversations.tables import STATUS_UNMATCHED
+from toolscore.storage.plumbing.dialect import backend_name, scoring_round_size
 
 
 class PipelineMetrics:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from toolscore.collector.ingest import StoredBatch
+from toolscore.collector.ingest.writer import StoredBatch
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.storage.database import Connection
 
 
 class ConversationHook:
-    """An ``IngestHook`` (``collector.ingest``): records which conversation each trace belongs to.
+    """An ``IngestHook`` (``collector.ingest.writer``): records which conversation each trace
+    belongs to.
 
     ``notify`` (e.g. ``PipelineWorker.notify``) is told the earliest time a conversation touched
     by the batch can become ready; it is a time in the future, by when the batch is committed.

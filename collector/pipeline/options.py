@@ -15,8 +15,8 @@ from toolscore.collector.configuration import (
     resolve,
     seconds,
 )
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import HANDOFF, ControlCallError, ControlCalls
+from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.reconstruction.control_calls import HANDOFF, ControlCallError, ControlCalls
 
 ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"  # deprecated: TOOLSCORE_CONTROL_CALLS
 HANDOFF_CHOICES = ("include", "exclude")

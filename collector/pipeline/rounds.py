@@ -19,8 +19,6 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import (
     NS,
     Claimed,
@@ -30,10 +28,12 @@ from toolscore.collector.pipeline.claim import (
     next_due_ns,
 )
 from toolscore.collector.pipeline.score import compute, write
+from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
+from toolscore.storage.conversations.leases import renew_leases, span_counts
 from toolscore.storage.database import Database
-from toolscore.storage.engine import take_write_lock
-from toolscore.storage.leases import renew_leases, span_counts
+from toolscore.storage.plumbing.engine import take_write_lock
 
 log = logging.getLogger(__name__)
 

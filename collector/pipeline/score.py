@@ -16,29 +16,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.conversation_keys import normalize_user_input
-from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.collector.not_evaluated import mark_not_evaluated, unrecorded
 from toolscore.collector.pipeline.carry import after_pruning
-from toolscore.collector.reconstruct import ReconstructedCall, reconstruct
+from toolscore.collector.pipeline.not_evaluated import mark_not_evaluated, unrecorded
+from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.collector.reconstruction.conversation_keys import normalize_user_input
+from toolscore.collector.reconstruction.rebuild import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
-from toolscore.storage import retention
-from toolscore.storage.conversations import ScoringHead, heads_and_traces
+from toolscore.storage.conversations.reading import ScoringHead, heads_and_traces
+from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
+from toolscore.storage.conversations.unmatched import unmatched_reason
 from toolscore.storage.database import Connection, Engine
-from toolscore.storage.evaluations import Revision, write_revisions
-from toolscore.storage.expectations import (
+from toolscore.storage.expectations.repository import (
     ExpectationRow,
     find_by_conversation_id,
     find_by_id,
     find_by_user_input,
 )
-from toolscore.storage.pipeline import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
-from toolscore.storage.retention import Carried
-from toolscore.storage.storable import TOO_DEEP, escaped_json, storable_json, storable_text
-from toolscore.storage.telemetry import load_logs, load_spans
-from toolscore.storage.unmatched import unmatched_reason
+from toolscore.storage.history.evaluations import Revision, write_revisions
+from toolscore.storage.plumbing.storable import TOO_DEEP, escaped_json, storable_json, storable_text
+from toolscore.storage.records import LogRecordData, SpanRecord
+from toolscore.storage.retention import spans as retention
+from toolscore.storage.retention.spans import Carried
+from toolscore.storage.telemetry.spans import load_logs, load_spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class ScoreOutcome:
     warning: str | None = None  # spans look like tool runs, no call rebuilt (show prints it)
 
 
-# The result of ``compute``, written by ``write`` (storage.evaluations).
+# The result of ``compute``, written by ``write`` (storage.history.evaluations).
 _Computed = Revision
 
 
@@ -109,7 +109,8 @@ def _evaluate(
 
 
 class _Matcher:
-    """``storage.expectations.match_expectation``'s rules and order, with the lookups by id and
+    """``storage.expectations.repository.match_expectation``'s rules and order, with the lookups by
+    id and
     by user input memoised for one round (many conversations share them)."""
 
     def __init__(self, conn: Connection) -> None:
@@ -138,7 +139,7 @@ class _Matcher:
     def why_not(
         self, reference_id: str | None, conversation_id: str, first_user_message: str | None
     ) -> str:
-        """Why :meth:`match` found nothing (``storage.unmatched``)."""
+        """Why :meth:`match` found nothing (``storage.conversations.unmatched``)."""
         norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
         why = unmatched_reason(
             self._conn,
@@ -150,7 +151,8 @@ class _Matcher:
 
 
 def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
-    """``tool_calls`` rows the database can hold (``toolscore.storage.storable``); each value
+    """``tool_calls`` rows the database can hold (``toolscore.storage.plumbing.storable``); each
+    value
     that had to change is named in ``notes``, and ``arguments_raw`` keeps the original
     arguments as ASCII-escaped JSON, so nothing is lost."""
     rows = []
@@ -285,7 +287,8 @@ def compute(
     refuse: Mapping[str, str] | None = None,
 ) -> list[_Computed]:
     """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
-    which framework control calls count (:func:`toolscore.collector.reconstruct.reconstruct`).
+    which framework control calls count
+    (:func:`toolscore.collector.reconstruction.rebuild.reconstruct`).
     Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
     that reason."""
     refuse = refuse or {}

@@ -29,8 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
-from toolscore.collector.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.child import ScoringProcess, _child_big, _child_init, _child_round
 from toolscore.collector.pipeline.claim import NS, Claimed, SizeLimits, Timing
 from toolscore.collector.pipeline.rounds import (
@@ -40,6 +38,8 @@ from toolscore.collector.pipeline.rounds import (
     RoundRunner,
     default_worker_id,
 )
+from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
+from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.database import Database
 

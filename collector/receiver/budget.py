@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 
 from toolscore.collector.errors import RequestTooLarge, RetryableError
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
 from toolscore.collector.receiver.limits import TRIM_AFTER_BYTES
 
 log = logging.getLogger(__name__)

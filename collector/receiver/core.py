@@ -19,7 +19,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from toolscore.collector.decode import (
+from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthenticated
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.ingest.writer import IngestWriter
+from toolscore.collector.otlp.decode import (
     DecodeLimits,
     decode_logs,
     decode_traces,
@@ -28,13 +31,8 @@ from toolscore.collector.decode import (
     parse_traces_json,
     parse_traces_protobuf,
 )
-from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthenticated
-from toolscore.collector.ingest import IngestWriter
-from toolscore.collector.metrics import Metrics
-from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.receiver import wire
 from toolscore.collector.receiver.budget import MemoryBudget, Reservation
-from toolscore.collector.receiver.chunks import Request, chunks, item_count
 from toolscore.collector.receiver.limits import (
     CHUNK_BYTES,
     CHUNK_ITEMS,
@@ -45,6 +43,8 @@ from toolscore.collector.receiver.limits import (
     JSON_OBJECT_COST,
     ReceiverLimits,
 )
+from toolscore.collector.receiver.splitting import Request, chunks, item_count
+from toolscore.storage.records import LogRecordData, SpanRecord
 
 Signal = Literal["traces", "logs"]
 Format = Literal["protobuf", "json"]

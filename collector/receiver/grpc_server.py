@@ -48,7 +48,7 @@ from toolscore.collector.errors import (
     grpc_trailers,
     status_for,
 )
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
 from toolscore.collector.receiver.budget import MemoryBusy, Reservation
 from toolscore.collector.receiver.core import OtlpCore, Signal, first_allowance
 from toolscore.collector.receiver.limits import ReceiverLimits

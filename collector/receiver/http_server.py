@@ -35,7 +35,7 @@ from toolscore.collector.errors import (
     rpc_status_bytes,
     status_for,
 )
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
 from toolscore.collector.receiver.budget import Reservation
 from toolscore.collector.receiver.core import Format, OtlpCore, Signal
 from toolscore.collector.receiver.inflate import inflater, too_large

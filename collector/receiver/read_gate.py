@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
 
 
 class _Share:

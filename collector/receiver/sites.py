@@ -16,7 +16,7 @@ from ssl import SSLContext
 
 from aiohttp import web
 
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
 
 
 class _Refused(asyncio.Protocol):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from toolscore.collector.decode import DecodeError
+from toolscore.collector.otlp.decode import DecodeError
 from toolscore.collector.receiver.limits import (
     DECODE_BYTES_FACTOR,
     ITEM_COST,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 config = context.config
 PAGE_SIZE = 8192  # bytes; new SQLite files only
@@ -32,7 +32,8 @@ def _incremental_vacuum_if_new(connection: Connection) -> None:
     before its first table). 8 KiB pages store a span in 14 % less space than the default 4 KiB
     (fewer overflow pages for spans with message content: docs/benchmarks.md); incremental
     vacuum lets span retention give the pages it frees back to the file system
-    (storage/dialect.py release_free_pages). Older files keep their settings and reuse their
+    (storage/plumbing/dialect.py release_free_pages). Older files keep their settings and reuse
+    their
     free pages."""
     tables = connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
     connection.commit()  # end the implicit transaction: VACUUM and the migrations need none

@@ -40,7 +40,7 @@ from opentelemetry.trace import (
 )
 
 from tests.integration.serve_harness import RunningServer
-from toolscore.collector.model import LogRecordData, SpanRecord
+from toolscore.storage.records import LogRecordData, SpanRecord
 
 
 def _value(value: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RECORDED = FIXTURES / "recorded"

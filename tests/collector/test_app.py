@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, func, select
 
-from toolscore.collector.app import App, AppContext, Extension, StartupError
-from toolscore.collector.ingest import StoredBatch
-from toolscore.collector.model import SpanRecord
+from toolscore.collector.app import App, StartupError
+from toolscore.collector.components import AppContext, Extension
+from toolscore.collector.ingest.writer import StoredBatch
 from toolscore.collector.settings import Listen, Settings
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import spans_table
 
 
 def _settings(url: str, **kw: object) -> Settings:

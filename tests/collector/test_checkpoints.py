@@ -19,8 +19,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, text
 
-from toolscore.collector.checkpoints import CheckpointMetrics, WalCheckpointer
-from toolscore.storage.engine import create_engine
+from toolscore.collector.upkeep.checkpoints import CheckpointMetrics, WalCheckpointer
+from toolscore.storage.plumbing.engine import create_engine
 
 PAGE = 4096
 ROWS = 600  # ~2,400 pages of 4 KiB: past SQLite's default autocheckpoint (1,000 pages)

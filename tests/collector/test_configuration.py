@@ -16,7 +16,7 @@ import pytest
 
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
-from toolscore.collector.control_calls import ControlCalls
+from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.serve_config import ServeConfig, load_serve_config, serve_options
 from toolscore.collector.settings import Listen
 

@@ -23,13 +23,13 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from tests.collector.conventions import four_calls as fc
 from tests.collector.recording import RECORDED, load_recording, span_from_sdk
 from tests.collector.test_reconstruct import assistant, chat, result, user
-from toolscore.collector.control_calls import (
+from toolscore.collector.reconstruction.control_calls import (
     CONTROL_KINDS,
     ControlCallError,
     ControlCalls,
     control_kind,
 )
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import parse_sample
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
     normalize_user_input,
     reference_id_for,
 )
-from toolscore.collector.model import SpanRecord
+from toolscore.storage.records import SpanRecord
 
 
 def span(span_id: str, start: int, attrs: dict[str, Any], resource: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]

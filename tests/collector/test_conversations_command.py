@@ -19,14 +19,14 @@ from sqlalchemy import insert
 
 from tests.scorer.helpers import instance
 from toolscore.collector.commands.show_losses import render_losses
-from toolscore.collector.model import SpanRecord
 from toolscore.scorer import ToolCall
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData, import_expectations
-from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import store_spans
-from toolscore.storage.traces import traces_table
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData, import_expectations
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
+from toolscore.storage.telemetry.traces import traces_table
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TRACE = "ab" * 16

@@ -43,7 +43,7 @@ def test_a_long_migration_says_what_it_does(
 ) -> None:
     from tests.collector.test_retention import conversation
     from tests.storage.old_schema import store_unnumbered
-    from toolscore.storage.engine import create_engine
+    from toolscore.storage.plumbing.engine import create_engine
 
     assert main(["db", "upgrade", "--db", db_url, "--revision", "0013"]) == 0
     engine = create_engine(db_url)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from toolscore.collector.cli import main
-from toolscore.storage.engine import DatabaseUrlError, normalize_url, redact
-from toolscore.storage.url_safety import url_text, without_password
+from toolscore.storage.plumbing.engine import DatabaseUrlError, normalize_url, redact
+from toolscore.storage.plumbing.url_safety import url_text, without_password
 
 SECRET = "Sw0rdf1shPa55"
 # (URL, pieces of the secret that must not be shown, what the message must say)

@@ -23,9 +23,9 @@ import pytest
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
 from toolscore.collector.settings import Settings
-from toolscore.collector.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S
-from toolscore.collector.watchdog import CHECK_PERIOD_S
-from toolscore.storage.engine import TCP_USER_TIMEOUT_S
+from toolscore.collector.upkeep.shutdown import HARD_EXIT_EXTRA_S, STOP_EXTRA_S
+from toolscore.collector.upkeep.watchdog import CHECK_PERIOD_S
+from toolscore.storage.plumbing.engine import TCP_USER_TIMEOUT_S
 
 HEALTH_503_TARGET = 20.0
 RECOVERY_TARGET = 30.0

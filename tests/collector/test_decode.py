@@ -11,7 +11,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from toolscore.collector.decode import (
+from toolscore.collector.otlp.decode import (
     TRUNCATED_ATTRIBUTE,
     DecodeError,
     DecodeLimits,

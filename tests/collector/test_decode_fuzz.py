@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.otlp_fuzz import json_bodies, protobuf_bodies
-from toolscore.collector.decode import (
+from toolscore.collector.errors import rpc_status_bytes, status_for
+from toolscore.collector.otlp.decode import (
     DecodedLogs,
     DecodedTraces,
     DecodeError,
@@ -26,8 +27,7 @@ from toolscore.collector.decode import (
     parse_traces_json,
     parse_traces_protobuf,
 )
-from toolscore.collector.errors import rpc_status_bytes, status_for
-from toolscore.collector.sanitize import MAX_INT64
+from toolscore.collector.otlp.sanitize import MAX_INT64
 
 LIMITS = DecodeLimits()
 FUZZ = settings(

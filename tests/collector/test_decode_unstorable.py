@@ -18,7 +18,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from toolscore.collector.decode import (
+from toolscore.collector.errors import MAX_MESSAGE_CHARS, rpc_status_bytes, status_for
+from toolscore.collector.otlp.decode import (
     TRUNCATED_ATTRIBUTE,
     DecodeError,
     DecodeLimits,
@@ -27,8 +28,7 @@ from toolscore.collector.decode import (
     parse_logs_json,
     parse_traces_json,
 )
-from toolscore.collector.errors import MAX_MESSAGE_CHARS, rpc_status_bytes, status_for
-from toolscore.collector.sanitize import MAX_INT64
+from toolscore.collector.otlp.sanitize import MAX_INT64
 
 TRACE = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 CONV = "gen_ai.conversation.id"

@@ -31,7 +31,7 @@ from tests.collector.pipeline.e2e import (
     pipeline_server,
     wait_scored,
 )
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

@@ -32,16 +32,16 @@ from tests.collector.test_retention import (
     engine as engine,
 )
 from toolscore.collector.cli import main
-from toolscore.storage.exports import enqueue_new, evaluation_exports
-from toolscore.storage.history_pruning import prune_history
-from toolscore.storage.pipeline import (
+from toolscore.storage.conversations.tables import (
     conversations,
     evaluations,
     tool_calls,
 )
-from toolscore.storage.pruning import PruneLimits
-from toolscore.storage.rollup import daily_score_rollup
-from toolscore.storage.traces import traces_table
+from toolscore.storage.history.outbox import enqueue_new, evaluation_exports
+from toolscore.storage.retention.conversation_pruning import prune_history
+from toolscore.storage.retention.rollup import daily_score_rollup
+from toolscore.storage.retention.span_pruning import PruneLimits
+from toolscore.storage.telemetry.traces import traces_table
 
 NAMES = ("old-a", "old-b", "old-c", "old-d", "old-claimed", "new-scored", "old-open", "old-error")
 
@@ -183,7 +183,7 @@ def test_a_span_for_a_deleted_conversation_starts_a_new_one(engine: Engine) -> N
 
 
 def test_the_start_up_line_names_both_retentions() -> None:
-    from toolscore.collector.retention import RetentionOptions, summary
+    from toolscore.collector.upkeep.retention_runner import RetentionOptions, summary
 
     assert summary(RetentionOptions()) == "span retention 7d (pass every 60 s)"
     both = RetentionOptions(retention_s=7 * 86400, history_s=90 * 86400)

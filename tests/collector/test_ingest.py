@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
-from toolscore.collector.ingest import IngestConfig, IngestWriter, StoredBatch
-from toolscore.collector.model import LogRecordData, SpanEvent, SpanLink, SpanRecord
-from toolscore.storage.engine import create_engine
+from toolscore.collector.ingest.writer import IngestConfig, IngestWriter, StoredBatch
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import load_logs, load_spans, spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.telemetry.spans import load_logs, load_spans, spans_table
 
 
 def _span(trace: int, span: int, **kw: object) -> SpanRecord:

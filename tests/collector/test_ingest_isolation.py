@@ -17,16 +17,16 @@ import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import StorageUnavailable, UnstorableData, status_for
-from toolscore.collector.ingest import IngestConfig, IngestWriter, StoredBatch
-from toolscore.collector.metrics import Metrics
-from toolscore.collector.model import SpanRecord
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.ingest.writer import IngestConfig, IngestWriter, StoredBatch
 from toolscore.collector.pipeline.assign import AssignConfig
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.hook import ConversationHook
-from toolscore.storage.engine import create_engine
+from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pipeline import conversations
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import spans_table
 
 CONV = "gen_ai.conversation.id"
 

@@ -1,4 +1,5 @@
-"""Not evaluable is not zero (collector/not_evaluated.py): calls without recorded arguments,
+"""Not evaluable is not zero (collector/pipeline/not_evaluated.py): calls without recorded
+arguments,
 the metrics they make unscorable, and how each convention's capture is turned on.
 
 End to end with real instrumentations: tests/integration/test_not_evaluated.py.
@@ -12,7 +13,14 @@ from typing import Any
 import pytest
 
 from tests.collector.test_reconstruct import span, tool
-from toolscore.collector.conventions.capture import (
+from toolscore.collector.export.attributes import pass_label
+from toolscore.collector.pipeline.not_evaluated import (
+    Unrecorded,
+    compares_arguments,
+    mark_not_evaluated,
+    unrecorded,
+)
+from toolscore.collector.reconstruction.conventions.capture import (
     GENERIC,
     OPENAI_AGENTS,
     OPENINFERENCE,
@@ -21,14 +29,7 @@ from toolscore.collector.conventions.capture import (
     PYDANTIC_AI,
     capture_hint,
 )
-from toolscore.collector.export.attributes import pass_label
-from toolscore.collector.not_evaluated import (
-    Unrecorded,
-    compares_arguments,
-    mark_not_evaluated,
-    unrecorded,
-)
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import parse_config
 
 

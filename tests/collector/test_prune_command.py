@@ -18,9 +18,9 @@ from tests.collector.test_retention import (
     store,
 )
 from toolscore.collector.cli import main
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
 
 
 def _spans(url: str) -> int:

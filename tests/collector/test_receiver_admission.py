@@ -12,13 +12,13 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from toolscore.collector.decode import DecodeLimits, decode_logs, decode_traces
 from toolscore.collector.errors import RequestTooLarge, UnsupportedEncoding, status_for
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.otlp.decode import DecodeLimits, decode_logs, decode_traces
 from toolscore.collector.receiver.budget import MemoryBudget, MemoryBusy
-from toolscore.collector.receiver.chunks import chunks, item_count
 from toolscore.collector.receiver.inflate import inflater
 from toolscore.collector.receiver.limits import TRIM_AFTER_BYTES
+from toolscore.collector.receiver.splitting import chunks, item_count
 
 
 def _traces(resources: int, scopes: int, spans: int, payload: int = 0) -> ExportTraceServiceRequest:

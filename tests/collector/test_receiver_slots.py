@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from toolscore.collector.decode import DecodeLimits
 from toolscore.collector.errors import TooManyRequests, status_for
-from toolscore.collector.metrics import Metrics
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.otlp.decode import DecodeLimits
 from toolscore.collector.receiver.core import OtlpCore
 
 

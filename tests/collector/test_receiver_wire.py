@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tests.collector.test_receiver_admission import _traces
-from toolscore.collector.decode import DecodeError, DecodeLimits, decode_logs, decode_traces
+from toolscore.collector.otlp.decode import DecodeError, DecodeLimits, decode_logs, decode_traces
 from toolscore.collector.receiver.wire import chunk_cost, split
 
 LIMIT = 1 << 40
@@ -147,7 +147,7 @@ def test_broken_framing_is_a_decode_error(body: bytes) -> None:
 )
 def test_what_parsing_otlp_json_costs_is_never_underestimated(spans: str) -> None:
     """OTLP/JSON is parsed whole: its reservation (core._json_cost) covers the parse."""
-    from toolscore.collector.decode import parse_traces_json
+    from toolscore.collector.otlp.decode import parse_traces_json
     from toolscore.collector.receiver.core import _json_cost
 
     n = 200_000 // max(1, spans.count(",") // 5)

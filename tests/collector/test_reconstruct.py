@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolscore.collector.model import LogRecordData, SpanEvent, SpanRecord
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
+from toolscore.storage.records import LogRecordData, SpanEvent, SpanRecord
 
 _ids = count(1)
 T1 = "1" * 32

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.collector.test_reconstruct import assistant, chat, result, span, tool, user
-from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import parse_sample
 
 LOOKUP = ("lookup", {"q": "invoice 7"}, "c1")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from toolscore.collector.refs_file import RefsFileError, load_refs_file, parse_refs_text
-from toolscore.storage.expectations import ExpectationData
+from toolscore.collector.expectations.files import RefsFileError, load_refs_file, parse_refs_text
+from toolscore.storage.expectations.repository import ExpectationData
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "expectations.yaml"
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from toolscore.collector.cli import main
-from toolscore.storage import exports
+from toolscore.storage.history import outbox as exports
 
 DAY = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

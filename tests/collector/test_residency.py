@@ -1,4 +1,4 @@
-"""serve keeps SQLite's random-keyed indexes mapped in memory (collector/residency.py).
+"""serve keeps SQLite's random-keyed indexes mapped in memory (collector/upkeep/residency.py).
 
 A real SQLite file and a real PostgreSQL database: the component's first refresh maps the
 indexes and reports them on ``/metrics``; a budget short of the indexes says so in the log,
@@ -17,10 +17,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
-from toolscore.collector.residency import IndexResidency, ResidencyMetrics
-from toolscore.storage.engine import create_engine
+from toolscore.collector.upkeep.residency import IndexResidency, ResidencyMetrics
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.traces import number_traces
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.traces import number_traces
 
 
 def _gauge(registry: CollectorRegistry, name: str) -> float:

@@ -15,21 +15,21 @@ import pytest
 from sqlalchemy import Engine, func, select, text
 
 from tests.collector.recording import DOC_FIXTURES, load_recording
-from toolscore.collector.model import LogRecordData, SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing
+from toolscore.collector.pipeline.rescoring import rescore
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.collector.pipeline.worker import PipelineWorker
-from toolscore.collector.rescoring import rescore
-from toolscore.collector.retention import parse_duration
+from toolscore.collector.upkeep.retention_runner import parse_duration
 from toolscore.scorer import default_config
-from toolscore.storage import rescore as runs
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData, import_expectations
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData, import_expectations
+from toolscore.storage.history import rescore_runs as runs
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.pruning import PruneLimits, prune
-from toolscore.storage.telemetry import (
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import LogRecordData, SpanRecord
+from toolscore.storage.retention.span_pruning import PruneLimits, prune
+from toolscore.storage.telemetry.spans import (
     log_records_table,
     log_row,
     span_values,
@@ -331,7 +331,7 @@ def _calls(engine: Engine, name: str, revision: int) -> list[str]:
 
 def test_score_conversation_reads_no_pruned_telemetry_while_deletion_runs(engine: Engine) -> None:
     """Between the mark and the end of the deletes a scoring sees the carried calls only."""
-    from toolscore.storage import retention as store_retention
+    from toolscore.storage.retention import spans as store_retention
 
     expect(engine, REFERENCE, "conv")
     store(engine, *conversation("conv", "a1"), T_OLD)
@@ -346,7 +346,7 @@ def test_score_conversation_reads_no_pruned_telemetry_while_deletion_runs(engine
 
 
 def test_retention_is_described_as_given_in_days_hours_minutes() -> None:
-    from toolscore.collector.retention import describe
+    from toolscore.collector.upkeep.retention_runner import describe
 
     assert [describe(s) for s in (7 * 86400, 14 * 86400, 7200, 90, 1.5)] == [
         "7d", "14d", "2h", "90s", "1.5s"

@@ -20,9 +20,9 @@ from tests.collector.test_retention import (  # the store and scoring helpers, n
 from tests.collector.test_retention import (  # the fixture, on SQLite and PostgreSQL
     engine as engine,
 )
-from toolscore.collector.retention import RetentionComponent, RetentionMetrics
-from toolscore.storage.pipeline import conversations
-from toolscore.storage.pruning import PruneLimits
+from toolscore.collector.upkeep.retention_runner import RetentionComponent, RetentionMetrics
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.retention.span_pruning import PruneLimits
 
 
 def _pruned(engine: Engine) -> int:

@@ -1,4 +1,5 @@
-"""``toolscore.collector.safe_text``: untrusted text for the terminal, JSON output and CSV cells."""
+"""``toolscore.collector.views.safe_text``: untrusted text for the terminal, JSON output and CSV
+cells."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolscore.collector.safe_text import (
+from toolscore.collector.views.safe_text import (
     csv_cell,
     json_safe,
     safe_lines,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 
 from tests.collector.pipeline.e2e import genai_agent_trace, import_refs, otlp_provider, wait_scored
 from tests.integration.serve_harness import count_rows
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 PASSWORD = "s3cret-pw"  # PostgreSQL trusts the test connection: any password is accepted

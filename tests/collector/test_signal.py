@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from toolscore.collector.app import AppContext, Signal
+from toolscore.collector.components import AppContext, Signal
 
 
 def test_emit_calls_every_subscriber_from_any_thread() -> None:

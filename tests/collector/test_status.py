@@ -21,14 +21,14 @@ from tests.collector.pipeline.e2e import (
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.collector.status import (
+from toolscore.collector.upkeep.status import (
     StatusReporter,
     activity_fields,
     activity_line,
     status_extension,
 )
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.status import Backlog
+from toolscore.storage.conversations.backlog import Backlog
+from toolscore.storage.expectations.repository import ExpectationData
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolscore.collector.tool_args import decode_arguments, decode_tool_input, repair_truncated_json
+from toolscore.collector.reconstruction.tool_args import (
+    decode_arguments,
+    decode_tool_input,
+    repair_truncated_json,
+)
 
 PARIS = {"city": "Paris"}
 

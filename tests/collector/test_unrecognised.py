@@ -1,4 +1,5 @@
-"""Nothing silently dropped (collector/conventions/unrecognised.py): a conversation from which no
+"""Nothing silently dropped (collector/reconstruction/conventions/unrecognised.py): a conversation
+from which no
 call was rebuilt, but whose spans look like tool runs, says which spans and why."""
 
 from __future__ import annotations
@@ -6,8 +7,8 @@ from __future__ import annotations
 import json
 
 from tests.collector.test_reconstruct import W, assistant, chat, span, tool, user
-from toolscore.collector.conventions.unrecognised import tool_like
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.conventions.unrecognised import tool_like
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 
 def test_spans_of_an_unknown_convention_that_name_tools_are_reported() -> None:

@@ -1,4 +1,5 @@
-"""The health watchdog (collector/watchdog.py) and the guarded writer (collector/writer_guard.py)
+"""The health watchdog (collector/upkeep/watchdog.py) and the guarded writer
+(collector/ingest/guard.py)
 with a real SQLite file: an ingest transaction held open by a hook stands in for a commit stuck
 on a silent database (a real silent PostgreSQL is in tests/integration/test_half_open_database.py).
 """
@@ -14,14 +15,14 @@ import pytest
 from sqlalchemy import Connection, func, select
 
 from toolscore.collector.errors import ShuttingDown, StorageUnavailable
-from toolscore.collector.ingest import StoredBatch
-from toolscore.collector.metrics import Metrics
-from toolscore.collector.model import SpanRecord
-from toolscore.collector.watchdog import Probe, Watchdog
-from toolscore.collector.writer_guard import GuardedWriter
-from toolscore.storage.engine import create_engine
+from toolscore.collector.ingest.guard import GuardedWriter
+from toolscore.collector.ingest.metrics import Metrics
+from toolscore.collector.ingest.writer import StoredBatch
+from toolscore.collector.upkeep.watchdog import Probe, Watchdog
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import spans_table
 
 
 def _span(trace: int) -> SpanRecord:

@@ -15,10 +15,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import func, select
 
-from toolscore.collector.app import App, ExtensionFactory
+from toolscore.collector.app import App
+from toolscore.collector.components import ExtensionFactory
 from toolscore.collector.settings import Listen, Settings
-from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import log_records_table, spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import log_records_table, spans_table
 
 
 class RunningServer:

@@ -30,9 +30,9 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.collector.recording import RECORDED, load_recording
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import tool_calls
+from toolscore.storage.conversations.tables import tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
 
 # recording → the conversation id its framework recorded, and the convention that reads it
 RECORDINGS = {

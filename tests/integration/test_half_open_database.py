@@ -40,9 +40,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from tests.blackhole_proxy import BlackholeProxy
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
 
 pytestmark = pytest.mark.slow
 

@@ -48,9 +48,9 @@ from toolscore.collector.export.extension import export_extension
 from toolscore.collector.export.settings import resolve_export_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import evaluations, tool_calls
+from toolscore.storage.conversations.tables import evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """

@@ -19,7 +19,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.collector.pipeline.langchain_otlp_app"

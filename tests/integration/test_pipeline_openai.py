@@ -20,7 +20,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 __all__ = ["server"]  # the fake OpenAI endpoint fixture
 

@@ -41,10 +41,10 @@ from tests.collector.pipeline.e2e import (
     wait_scored,
 )
 from tests.integration.serve_harness import RunningServer, server_settings
-from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.storage.expectations import ExpectationData
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.storage.expectations.repository import ExpectationData
 
 APP = "tests.collector.conventions.openai_agents_app"
 ROOT = Path(__file__).resolve().parents[2]

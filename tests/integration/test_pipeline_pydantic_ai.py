@@ -34,9 +34,9 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import evaluations, tool_calls
+from toolscore.storage.conversations.tables import evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

@@ -34,10 +34,10 @@ from tests.integration.reference_traces import (
     root_of,
     sender,
 )
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversations, evaluations
-from toolscore.storage.traces import traces_table
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.traces import traces_table
 
 GAP_S = 0.2  # between the requests of one conversation, as in the report
 Phases = list[list[list[ReadableSpan]]]  # phase -> requests -> spans

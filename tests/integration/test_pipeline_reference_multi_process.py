@@ -37,9 +37,9 @@ from tests.integration.test_pipeline_reference_move import (
     send_in_phases,
     stored_state,
 )
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
 
 SERVERS = 3
 SERVE_FLAGS = [

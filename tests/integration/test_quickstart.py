@@ -19,7 +19,7 @@ import yaml
 from sqlalchemy import text
 
 from tests.collector.pipeline.e2e import wait_scored
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLSCORE = [sys.executable, "-m", "toolscore"]

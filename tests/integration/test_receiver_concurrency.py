@@ -35,9 +35,9 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from sqlalchemy import select
 
 from tests.integration.serve_harness import RunningServer, agent_spans, server_settings
-from toolscore.collector.app import AppContext, Extension
-from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import spans_table
+from toolscore.collector.components import AppContext, Extension
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PB = {"Content-Type": "application/x-protobuf"}

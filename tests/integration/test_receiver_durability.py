@@ -29,9 +29,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from tests.integration.serve_harness import RunningServer, agent_spans, count_rows, server_settings
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

@@ -25,8 +25,8 @@ from tests.integration.serve_harness import (
     count_rows,
     server_settings,
 )
-from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import load_logs, load_spans
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import load_logs, load_spans
 
 
 def _exporter(kind: str, srv: RunningServer):  # type: ignore[no-untyped-def]

@@ -34,12 +34,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import func, select
 
 from tests.integration.serve_harness import RunningServer, server_settings
-from toolscore.collector.app import AppContext, Extension
-from toolscore.collector.conversation_keys import DEFAULT_CONVERSATION_KEYS
+from toolscore.collector.components import AppContext, Extension
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.storage.engine import create_engine
-from toolscore.storage.telemetry import log_records_table, spans_table
+from toolscore.collector.reconstruction.conversation_keys import DEFAULT_CONVERSATION_KEYS
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import log_records_table, spans_table
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PB = {"Content-Type": "application/x-protobuf"}

@@ -21,8 +21,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Connection
 
 from tests.integration.serve_harness import RunningServer, count_rows, server_settings
-from toolscore.collector.app import AppContext, Extension
-from toolscore.collector.ingest import StoredBatch
+from toolscore.collector.components import AppContext, Extension
+from toolscore.collector.ingest.writer import StoredBatch
 
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"

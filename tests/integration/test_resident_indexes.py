@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.proc_maps import mapped_bytes
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.traces import number_traces
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.traces import number_traces
 
 pytestmark = pytest.mark.skipif(not hasattr(mmap.mmap, "madvise"), reason="Linux only")
 

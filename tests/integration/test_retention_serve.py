@@ -16,12 +16,12 @@ from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.cli import main
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.collector.retention import RetentionOptions, retention_extension
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import tool_calls
-from toolscore.storage.telemetry import spans_table
-from toolscore.storage.traces import traces_table
+from toolscore.collector.upkeep.retention_runner import RetentionOptions, retention_extension
+from toolscore.storage.conversations.tables import tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry.spans import spans_table
+from toolscore.storage.telemetry.traces import traces_table
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}
@@ -122,7 +122,7 @@ def test_postgres_partitions_created_and_dropped_while_a_real_server_ingests(
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from tests.collector.test_retention import NS, T_OLD, conversation, score_all, store
-    from toolscore.storage import partitions as parts
+    from toolscore.storage.telemetry import partitions as parts
 
     import_refs(postgres_url, ExpectationData(id="w", reference_tool_calls=[WEATHER, TIME]))
     engine = create_engine(postgres_url)
@@ -195,8 +195,8 @@ def test_serve_deletes_old_conversations_with_history_retention(
     """Span retention 2 s, history retention 3 s: a finished conversation goes from every table
     in the background, its scores stay in the rollup; a busy one stays; a new span of the
     deleted one starts a new conversation."""
-    from toolscore.storage.pipeline import conversations, evaluations
-    from toolscore.storage.rollup import daily_score_rollup
+    from toolscore.storage.conversations.tables import conversations, evaluations
+    from toolscore.storage.retention.rollup import daily_score_rollup
 
     def count(table: Any, where: Any) -> int:
         engine = create_engine(db_url)

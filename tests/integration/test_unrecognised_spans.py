@@ -20,7 +20,7 @@ from tests.collector.pipeline.e2e import (
     pipeline_server,
     wait_scored,
 )
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 ROOT = Path(__file__).resolve().parents[2]
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}

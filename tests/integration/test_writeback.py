@@ -31,9 +31,9 @@ from toolscore.collector.export.extension import export_extension
 from toolscore.collector.export.settings import resolve_export_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import evaluations
+from toolscore.storage.conversations.tables import evaluations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}
@@ -177,7 +177,7 @@ def test_sink_down_for_a_while_then_up_receives_everything_once(sqlite_url: str)
         engine = create_engine(sqlite_url)
         try:
             with engine.connect() as conn:
-                from toolscore.storage.exports import counts
+                from toolscore.storage.history.outbox import counts
 
                 during = counts(conn)
         finally:
@@ -228,7 +228,7 @@ def test_evaluations_looped_back_into_toolscore_cause_no_feedback_loop(sqlite_ur
         spans_before = count_rows(sqlite_url)
         engine = create_engine(sqlite_url)
         try:
-            from toolscore.storage.exports import counts
+            from toolscore.storage.history.outbox import counts
 
             def exported() -> bool:
                 with engine.connect() as conn:

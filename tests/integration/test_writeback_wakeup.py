@@ -19,7 +19,7 @@ from toolscore.collector.export.extension import export_extension
 from toolscore.collector.export.settings import resolve_export_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 POLL_S = 60.0
 # Generous for a loaded 2-core machine, and still far below POLL_S.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 
 def create_schema(db_url: str) -> Engine:

@@ -7,9 +7,12 @@ from collections.abc import Sequence
 
 from sqlalchemy import Engine
 
-from toolscore.storage.dialect import insert_ignore_duplicates, insert_tuples_ignore_duplicates
+from toolscore.storage.plumbing.dialect import (
+    insert_ignore_duplicates,
+    insert_tuples_ignore_duplicates,
+)
 from toolscore.storage.records import LogRecordData, SpanRecord
-from toolscore.storage.telemetry import (
+from toolscore.storage.telemetry.spans import (
     SPAN_COLUMNS,
     SPAN_JSON_COLUMNS,
     log_records_table,

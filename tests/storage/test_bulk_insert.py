@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from toolscore.storage.dialect import bulk_insert, execute_prepared
-from toolscore.storage.engine import create_engine
+from toolscore.storage.conversations.tables import evaluations, tool_calls
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pipeline import evaluations, tool_calls
+from toolscore.storage.plumbing.dialect import bulk_insert, execute_prepared
+from toolscore.storage.plumbing.engine import create_engine
 
 NOW = dt.datetime(2026, 11, 30, 8, 0, 0, 123456, tzinfo=dt.UTC)
 

@@ -1,4 +1,5 @@
-"""Database call deadlines (storage/engine.py, storage/callwatch.py) against a real PostgreSQL
+"""Database call deadlines (storage/plumbing/engine.py, storage/plumbing/callwatch.py) against a
+real PostgreSQL
 behind a proxy that turns into a black hole: a silent connection fails the call after the call
 deadline instead of hanging it, the pool discards it, and the next call reconnects."""
 
@@ -14,7 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from tests.blackhole_proxy import BlackholeProxy
-from toolscore.storage.engine import (
+from toolscore.storage.plumbing.engine import (
     Deadlines,
     call_watch,
     create_engine,

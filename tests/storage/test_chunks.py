@@ -1,6 +1,6 @@
-"""storage.chunks: IN lists of bounded size."""
+"""storage.plumbing.chunks: IN lists of bounded size."""
 
-from toolscore.storage.chunks import IN_LIST, chunks
+from toolscore.storage.plumbing.chunks import IN_LIST, chunks
 
 
 def test_splits_into_consecutive_lists_of_at_most_size() -> None:

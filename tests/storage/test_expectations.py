@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
 from tests.storage.expectations_db import create_schema
-from toolscore.storage.expectations import (
+from toolscore.storage.expectations.repository import (
     EXPECTATIONS,
     MATCH_IDS,
     ExpectationData,
@@ -336,6 +336,6 @@ def test_normalisation_trims_folds_whitespace_and_casefolds(raw: str, normalised
 
 
 def test_matching_uses_the_collectors_normalisation() -> None:
-    from toolscore.collector import conversation_keys
+    from toolscore.collector.reconstruction import conversation_keys
 
     assert normalize_user_input is conversation_keys.normalize_user_input

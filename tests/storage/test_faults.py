@@ -1,4 +1,4 @@
-"""storage.faults.data_fault tells data the database refuses from failures that may pass.
+"""storage.plumbing.faults.data_fault tells data the database refuses from failures that may pass.
 
 Every error here is provoked for real, on a SQLite file and on PostgreSQL, through the same
 write paths the ingest writer uses; the descriptions must never quote the database's own text.
@@ -14,11 +14,11 @@ import orjson
 import pytest
 from sqlalchemy import Engine, text
 
-from toolscore.storage.engine import create_engine
-from toolscore.storage.faults import data_fault
+from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pipeline import conversations
-from toolscore.storage.telemetry import SPAN_COLUMNS, store_telemetry
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.plumbing.faults import data_fault
+from toolscore.storage.telemetry.spans import SPAN_COLUMNS, store_telemetry
 
 
 def _engine(url: str) -> Engine:

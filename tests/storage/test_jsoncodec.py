@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from toolscore.storage.jsoncodec import json_loads
+from toolscore.storage.plumbing.jsoncodec import json_loads
 
 SAME_AS_STDLIB = [
     '{"a": [1, 2.5, "x", true, null], "b": {"c": "é"}}',

@@ -11,8 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.tables import metadata
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.schema import metadata
 
 
 def _tables(url: str) -> set[str]:
@@ -41,7 +41,8 @@ def _schema_diff(url: str) -> list[Any]:
             ctx = MigrationContext.configure(conn, opts=opts)
             diff = list(compare_metadata(ctx, metadata))
             if conn.dialect.name == "postgresql":
-                # partitioned tables: unique keys hold the partition key (storage/partitions.py)
+                # partitioned tables: unique keys hold the partition key
+                # (storage/telemetry/partitions.py)
                 diff = [
                     d for d in diff if getattr(d[1], "name", "") != "uq_log_records_record_hash"
                 ]
@@ -98,13 +99,13 @@ def test_sqlite_runs_in_wal_mode(sqlite_url: str) -> None:
     ],
 )
 def test_urls_are_normalised_to_our_drivers(given: str, driver: str) -> None:
-    from toolscore.storage.engine import normalize_url
+    from toolscore.storage.plumbing.engine import normalize_url
 
     assert normalize_url(given).drivername == driver
 
 
 def test_unsupported_database_is_a_clear_error() -> None:
-    from toolscore.storage.engine import DatabaseUrlError, normalize_url
+    from toolscore.storage.plumbing.engine import DatabaseUrlError, normalize_url
 
     with pytest.raises(DatabaseUrlError, match="unsupported database 'mysql'"):
         normalize_url("mysql://u:secret@h/d")

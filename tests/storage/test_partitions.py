@@ -20,11 +20,11 @@ from tests.collector.test_retention import (
     store,
 )
 from tests.storage.old_schema import store_unnumbered
-from toolscore.storage import partitions as parts
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pruning import PruneLimits, prune
-from toolscore.storage.telemetry import log_records_table, spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.retention.span_pruning import PruneLimits, prune
+from toolscore.storage.telemetry import partitions as parts
+from toolscore.storage.telemetry.spans import log_records_table, spans_table
 
 DAY = parts.DAY_NS
 

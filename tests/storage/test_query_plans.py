@@ -20,10 +20,13 @@ from sqlalchemy import Engine, event, select
 from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, store
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.scorer import default_config
-from toolscore.storage import leases, migrate, retention, status
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.traces import traces_table
+from toolscore.storage import migrate
+from toolscore.storage.conversations import backlog as status
+from toolscore.storage.conversations import leases
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.retention import spans as retention
+from toolscore.storage.telemetry.traces import traces_table
 
 PENDING = "ix_conversations_needs_scoring_last_span_received_ns"
 
@@ -115,7 +118,7 @@ def test_a_revision_supersedes_only_its_conversations_rows(engine: Engine) -> No
 def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
     """Finding the old conversations uses last_span_at's index; the rollups and deletes look
     their rows up by conversation: no statement walks a whole history table."""
-    from toolscore.storage.history_pruning import prune_history
+    from toolscore.storage.retention.conversation_pruning import prune_history
 
     expect(engine, ExpectationData(id="weather", reference_tool_calls=fixture_spans()[1]))
     conv_id = store(engine, fixture_spans("weather")[0])
@@ -132,7 +135,7 @@ def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
     walks = {
         stmt: step
         for stmt, plan in plans.items()
-        if not stmt.endswith("WHERE 0")  # the write lock (storage.dialect.take_write_lock)
+        if not stmt.endswith("WHERE 0")  # the write lock (storage.plumbing.dialect.take_write_lock)
         for step in plan
         if any(step == f"SCAN {t}" or step.startswith(f"SCAN {t} ") for t in tables)
     }
@@ -144,7 +147,7 @@ def test_history_retention_reads_and_deletes_by_index(engine: Engine) -> None:
 def test_spans_are_read_counted_and_deleted_by_trace_number(engine: Engine) -> None:
     """Every statement over spans goes trace id -> number (traces' unique index) -> the span
     key's prefix: none walks the stored spans or the traces."""
-    from toolscore.storage.telemetry import load_spans, store_spans
+    from toolscore.storage.telemetry.spans import load_spans, store_spans
 
     spans = fixture_spans("weather")[0]
     conv_id = store(engine, spans)

@@ -2,7 +2,8 @@
 
 With autovacuum off (or not yet run: a table just filled or truncated) PostgreSQL has no
 statistics, and ``trace_id = ANY(:ids)`` is estimated at the whole table: a sequential scan of
-every stored span in every round. The reads go id by id (``storage.dialect_rows.each_id``), which
+every stored span in every round. The reads go id by id (``storage.plumbing.row_lists.each_id``),
+which
 must stay index lookups whatever the planner knows; and connections run without JIT, which an
 over-estimated plan would otherwise compile at every execution.
 """
@@ -15,8 +16,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from toolscore.storage import assignments, conversations, leases, migrate, telemetry, traces
-from toolscore.storage.engine import create_engine
+from toolscore.storage import migrate
+from toolscore.storage.conversations import assignments, leases
+from toolscore.storage.conversations import reading as conversations
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.telemetry import spans as telemetry
+from toolscore.storage.telemetry import traces
 
 
 @pytest.fixture

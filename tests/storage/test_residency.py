@@ -1,4 +1,4 @@
-"""SQLite's random-keyed index pages kept mapped in memory (storage/residency.py).
+"""SQLite's random-keyed index pages kept mapped in memory (storage/plumbing/residency.py).
 
 Real SQLite files, migrated as serve migrates them; what is mapped is read back from the
 kernel (``/proc/self/smaps``: the resident size of this process's map of the file).
@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import Engine, text
 
 from tests.proc_maps import mapped_bytes, mapped_pages
-from toolscore.storage.database_file import IndexPages, index_pages
-from toolscore.storage.engine import create_engine
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.residency import RANDOM_KEYED_INDEXES, ResidentPages, _populate
-from toolscore.storage.traces import number_traces
+from toolscore.storage.plumbing.database_file import IndexPages, index_pages
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.plumbing.residency import RANDOM_KEYED_INDEXES, ResidentPages, _populate
+from toolscore.storage.telemetry.traces import number_traces
 
 pytestmark = pytest.mark.skipif(not hasattr(mmap.mmap, "madvise"), reason="Linux only")
 

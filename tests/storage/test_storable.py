@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from toolscore.storage.storable import (
+from toolscore.storage.plumbing.storable import (
     TOO_DEEP,
     escaped_json,
     storable_json,

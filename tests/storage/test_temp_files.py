@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Connection, text
 
-from toolscore.storage.engine import create_engine
+from toolscore.storage.plumbing.engine import create_engine
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads open files from /proc/self/fd"

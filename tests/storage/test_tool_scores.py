@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from tests.scorer.helpers import instance
 from toolscore.scorer import ToolCall
-from toolscore.storage.tool_scores import most_often_wrong
+from toolscore.storage.history.tool_scores import most_often_wrong
 
 DAY1 = dt.datetime(2026, 11, 2, 23, 30, tzinfo=dt.UTC)
 DAY2 = dt.datetime(2026, 11, 3, 0, 30, tzinfo=dt.UTC)

@@ -1,4 +1,5 @@
-"""A row per trace (storage/traces.py): numbers given in arrival order and kept, resends still
+"""A row per trace (storage/telemetry/traces.py): numbers given in arrival order and kept, resends
+still
 kept out, the trace's conversation on the same row, existing databases converted by migrations
 0014 and 0015, and a number that ingest is storing spans under never deleted by history
 retention."""
@@ -23,11 +24,11 @@ from tests.collector.test_retention import (
 )
 from tests.collector.test_retention import engine as engine
 from tests.storage.old_schema import store_unnumbered
-from toolscore.storage.engine import create_engine
-from toolscore.storage.history_pruning import prune_history
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import load_spans, spans_table, store_spans
-from toolscore.storage.traces import number_traces, traces_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.retention.conversation_pruning import prune_history
+from toolscore.storage.telemetry.spans import load_spans, spans_table, store_spans
+from toolscore.storage.telemetry.traces import number_traces, traces_table
 
 
 def _count(engine: Engine) -> int:

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
-from toolscore.storage import exports
+from toolscore.storage.history import outbox as exports
 
 DAY1 = dt.datetime(2026, 11, 2, 23, 30, tzinfo=dt.UTC)
 DAY2 = dt.datetime(2026, 11, 3, 0, 30, tzinfo=dt.UTC)

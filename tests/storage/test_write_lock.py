@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
-from toolscore.storage.engine import Deadlines, create_engine, take_write_lock
+from toolscore.storage.plumbing.engine import Deadlines, create_engine, take_write_lock
 
 
 @pytest.fixture

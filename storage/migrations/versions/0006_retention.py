@@ -3,7 +3,7 @@
 Revision ID: 0006
 Revises: 0005
 
-``conversations`` gains the retention bookkeeping (``toolscore.storage.retention``):
+``conversations`` gains the retention bookkeeping (``toolscore.storage.retention.spans``):
 
 - ``pruned_through_ns``: spans and log records of the conversation received at or before this
   time (Unix ns, the receiving server's clock) were deleted, or are being deleted;
@@ -27,7 +27,7 @@ depends_on = None
 
 INT64 = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 TS = sa.DateTime(timezone=True)
-# Must stay textually identical to storage.retention.PRUNABLE (SQLite uses a partial index
+# Must stay textually identical to storage.retention.spans.PRUNABLE (SQLite uses a partial index
 # only for queries whose WHERE contains its predicate as written).
 PRUNABLE = "pruned_at IS NULL OR pruned_through_ns <> last_span_received_ns"
 

@@ -5,7 +5,7 @@ Revises: 0007
 
 ``spans`` becomes ``PARTITION BY RANGE (start_ns)`` and ``log_records`` ``PARTITION BY RANGE
 (time_ns)``, one partition per UTC day plus a DEFAULT partition, so that span retention drops
-whole days (storage/partitions.py says why the keys are the telemetry's own times). Their
+whole days (storage/telemetry/partitions.py says why the keys are the telemetry's own times). Their
 unique keys gain the partition key: ``pk_spans (trace_id, span_id, start_ns)``,
 ``pk_log_records (id, time_ns)``, ``uq_log_records_record_hash (record_hash, time_ns)``.
 

@@ -4,7 +4,8 @@ Revision ID: 0010
 Revises: 0009
 
 Set when scoring rebuilt no tool call although spans of the conversation look like tool runs
-(a convention toolscore does not read: collector/conventions/unrecognised.py), NULL otherwise;
+(a convention toolscore does not read: collector/reconstruction/conventions/unrecognised.py), NULL
+otherwise;
 ``toolscore show`` and ``toolscore conversations --json`` print it.
 """
 

@@ -31,7 +31,7 @@ def upgrade() -> None:
         NAME,
         "conversations",
         COLUMNS,
-        sqlite_where=sa.text("needs_scoring = 1"),  # storage.pipeline.PENDING_SQLITE
+        sqlite_where=sa.text("needs_scoring = 1"),  # storage.conversations.tables.PENDING_SQLITE
         postgresql_where=sa.text("needs_scoring"),
     )
 

@@ -3,7 +3,7 @@
 Revision ID: 0014
 Revises: 0013
 
-``traces`` gives every stored trace a number (storage/traces.py); ``spans`` gains
+``traces`` gives every stored trace a number (storage/telemetry/traces.py); ``spans`` gains
 ``trace_seq`` and its key becomes ``(trace_seq, span_id)`` (PostgreSQL: plus ``start_ns``, the
 partition key) instead of ``(trace_id, span_id)``: new spans land at the right end of the key
 however much is stored (docs/scaling.md#as-the-data-grows).

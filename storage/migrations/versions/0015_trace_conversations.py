@@ -3,7 +3,8 @@
 Revision ID: 0015
 Revises: 0014
 
-A trace's conversation is stored on its row in ``traces`` (storage/traces.py) instead of in a
+A trace's conversation is stored on its row in ``traces`` (storage/telemetry/traces.py) instead of
+in a
 table of its own keyed by the random trace id: ingest makes one row per new trace instead of
 two, and the hook's lookup finds the row store_telemetry has just touched
 (docs/scaling.md#as-the-data-grows). Traces with a conversation but no number (log records

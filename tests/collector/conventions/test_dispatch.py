@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.collector.recording import FIXTURES, load_recording
-from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.conventions import Convention, registry_for
-from toolscore.collector.conventions import _dispatch as dispatch
-from toolscore.collector.model import SpanEvent, SpanRecord
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.collector.reconstruction.conventions import Convention, registry_for
+from toolscore.collector.reconstruction.conventions import _dispatch as dispatch
+from toolscore.storage.records import SpanEvent, SpanRecord
 
 REGISTRIES = [registry_for(ControlCalls.parse([])), registry_for(ControlCalls.parse(["include"]))]
 

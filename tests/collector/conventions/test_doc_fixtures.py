@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.collector.recording import DOC_FIXTURES, load_recording
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 FIXTURE_FILES = sorted(DOC_FIXTURES.glob("*.json"))
 CONVENTION_OF = {

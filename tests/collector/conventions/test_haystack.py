@@ -10,8 +10,8 @@ import dataclasses
 from tests.collector.conventions import four_calls as fc
 from tests.collector.pipeline.spans import span
 from tests.collector.recording import RECORDED, load_recording
-from toolscore.collector.conventions.haystack import Haystack, chat_messages
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.conventions.haystack import Haystack, chat_messages
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 RECORDING = RECORDED / "haystack-multi-turn.json"
 

@@ -26,12 +26,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.collector.recording import RECORDED, save_recording, span_from_sdk
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
 )
-from toolscore.collector.model import SpanRecord
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
+from toolscore.storage.records import SpanRecord
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
 PARALLEL = [

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from tests.collector.recording import RECORDED, Recording, load_recording, save_recording
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
 )
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
 

@@ -21,12 +21,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from tests.collector.recording import RECORDED, save_recording, span_from_sdk
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
 )
-from toolscore.collector.model import SpanRecord
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
+from toolscore.storage.records import SpanRecord
 
 QUESTION = "What's the weather in Paris and the time in Tokyo?"
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]

@@ -21,15 +21,18 @@ import pytest
 from tests.collector.conventions.openai_agents_app import SCENARIOS as SCRIPTS
 from tests.collector.conventions.openai_agents_app import seen
 from tests.collector.recording import RECORDED, Recording, load_recording
-from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.conventions import REGISTRY
-from toolscore.collector.conventions.logfire_openai_agents import TEMPLATES, LogfireOpenAIAgents
-from toolscore.collector.conversation_keys import (
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.collector.reconstruction.conventions import REGISTRY
+from toolscore.collector.reconstruction.conventions.logfire_openai_agents import (
+    TEMPLATES,
+    LogfireOpenAIAgents,
+)
+from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
 )
-from toolscore.collector.model import SpanRecord
-from toolscore.collector.reconstruct import Reconstruction, reconstruct
+from toolscore.collector.reconstruction.rebuild import Reconstruction, reconstruct
+from toolscore.storage.records import SpanRecord
 
 OWN = RECORDED / "openai-agents"  # tool spans only: not for the generic checks
 KINDS = ["responses", "chat", "scripted", "responses-nocontent"]

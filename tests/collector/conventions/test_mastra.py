@@ -11,9 +11,9 @@ from __future__ import annotations
 from tests.collector.conventions import four_calls as fc
 from tests.collector.pipeline.spans import span
 from tests.collector.recording import RECORDED, load_recording
-from toolscore.collector.conventions import Exchange, ToolExecution
-from toolscore.collector.conventions.mastra import Mastra, step_output
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.conventions import Exchange, ToolExecution
+from toolscore.collector.reconstruction.conventions.mastra import Mastra, step_output
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 RECORDING = RECORDED / "mastra-multi-turn.json"
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tests.collector.recording import DOC_FIXTURES, RECORDED, load_recording
-from toolscore.collector.control_calls import ControlCalls
-from toolscore.collector.reconstruct import Reconstruction, reconstruct
+from toolscore.collector.reconstruction.control_calls import ControlCalls
+from toolscore.collector.reconstruction.rebuild import Reconstruction, reconstruct
 from toolscore.scorer import ToolCall, default_config, parse_sample
 
 RECORDINGS = sorted(RECORDED.glob("*.json"))

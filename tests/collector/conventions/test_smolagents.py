@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from tests.collector.conventions import four_calls as fc
 from tests.collector.recording import RECORDED, load_recording
-from toolscore.collector.conventions import REGISTRY, Exchange, OpenInference
-from toolscore.collector.conventions.smolagents import Smolagents, history_calls, tool_arguments
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.conventions import REGISTRY, Exchange, OpenInference
+from toolscore.collector.reconstruction.conventions.smolagents import (
+    Smolagents,
+    history_calls,
+    tool_arguments,
+)
+from toolscore.collector.reconstruction.rebuild import reconstruct
 
 RECORDING = RECORDED / "smolagents-openinference-multi-turn.json"
 

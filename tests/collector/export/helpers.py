@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import Engine, insert, update
 
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.plumbing.engine import create_engine
 
 _ids = itertools.count(1)
 T0 = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)

@@ -6,11 +6,11 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from toolscore.collector.ingest import IngestWriter
-from toolscore.collector.model import LogRecordData, SpanRecord
-from toolscore.storage.engine import create_engine
+from toolscore.collector.ingest.writer import IngestWriter
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.telemetry import log_records_table, spans_table
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import LogRecordData, SpanRecord
+from toolscore.storage.telemetry.spans import log_records_table, spans_table
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

@@ -1,4 +1,5 @@
-"""The outbox (storage.exports): claiming, leases, backoff bookkeeping, concurrent claimers."""
+"""The outbox (storage.history.outbox): claiming, leases, backoff bookkeeping, concurrent
+claimers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import datetime as dt
 from sqlalchemy import select
 
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
-from toolscore.storage import exports
+from toolscore.storage.history import outbox as exports
 
 NOW = dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=60)

@@ -18,13 +18,13 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
-from toolscore.collector import rescoring
 from toolscore.collector.cli import main
 from toolscore.collector.commands import rescore as rescore_cmd
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversations, evaluations
-from toolscore.storage.rescore import get_run
+from toolscore.collector.pipeline import rescoring
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.history.rescore_runs import get_run
+from toolscore.storage.plumbing.engine import create_engine
 
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 TIME = {"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}

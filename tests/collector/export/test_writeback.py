@@ -19,8 +19,8 @@ from toolscore.collector.export.settings import (
     resolve_export_settings,
 )
 from toolscore.collector.export.worker import export_pass
-from toolscore.collector.model import SpanRecord
-from toolscore.storage import exports
+from toolscore.storage.history import outbox as exports
+from toolscore.storage.records import SpanRecord
 
 ROOT = "00f067aa0ba902b7"
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from toolscore.storage.engine import create_engine
-from toolscore.storage.tables import metadata
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.schema import metadata
 
 
 @pytest.fixture

@@ -26,10 +26,10 @@ from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
 from toolscore.scorer import ScoringConfig, default_config, parse_sample
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData, import_expectations
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.pipeline import conversations, evaluations
+from toolscore.storage.plumbing.engine import create_engine
 
 SETTLE_S = 1.0  # short settle time for tests
 ROOT_IDLE_S = 0.3

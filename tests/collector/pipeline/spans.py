@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscore.collector.model import SpanRecord
+from toolscore.storage.records import SpanRecord
 
 
 def span(

@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import Engine, event, select
 
 from tests.collector.pipeline.spans import sid, span, tid
-from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
-from toolscore.storage.pipeline import conversations, evaluations
-from toolscore.storage.telemetry import store_spans
-from toolscore.storage.traces import traces_table
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
+from toolscore.storage.telemetry.traces import traces_table
 
 CONFIG = AssignConfig(conversation_keys=("gen_ai.conversation.id", "session.id"))
 

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import Engine, select
 
 from tests.collector.pipeline.spans import span, tid
-from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, AssignResult, assign_spans
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations
-from toolscore.storage.tables import metadata
-from toolscore.storage.traces import number_traces, traces_table
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.schema import metadata
+from toolscore.storage.telemetry.traces import number_traces, traces_table
 
 CONFIG = AssignConfig(conversation_keys=("gen_ai.conversation.id",))
 NAME = "gen_ai.conversation.id"

@@ -19,15 +19,15 @@ from sqlalchemy import Engine, func, select
 
 from tests.collector.pipeline.test_score import expect
 from tests.collector.pipeline.test_worker import parse
-from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
 from toolscore.collector.pipeline.worker import PipelineWorker, RoundRunner, ScoringProcess
 from toolscore.scorer import default_config
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.leases import lease_of
-from toolscore.storage.pipeline import conversations, evaluations
-from toolscore.storage.telemetry import store_spans
+from toolscore.storage.conversations.leases import lease_of
+from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
 
 CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Asia/Tokyo"})] * 2
 REFERENCE = [{"name": n, "args": a} for n, a in CALLS]
@@ -201,8 +201,8 @@ async def _watch(
 def test_a_35000_span_conversation_keeps_its_lease_and_the_others_keep_flowing(
     postgres_url: str,
 ) -> None:
-    from toolscore.storage.engine import create_engine
-    from toolscore.storage.tables import metadata
+    from toolscore.storage.plumbing.engine import create_engine
+    from toolscore.storage.schema import metadata
 
     engine = create_engine(postgres_url)
     metadata.create_all(engine)

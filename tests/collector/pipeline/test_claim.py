@@ -8,8 +8,8 @@ from sqlalchemy import Engine, select
 from tests.collector.pipeline.spans import span, tid
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing, claim_ready, next_due_ns
-from toolscore.storage.engine import create_engine
-from toolscore.storage.pipeline import conversations
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.plumbing.engine import create_engine
 
 CONFIG = AssignConfig(conversation_keys=("session.id",))
 TIMING = Timing(settle_s=5.0, idle_s=1.0, lease_s=60.0)
@@ -81,7 +81,7 @@ def test_next_due_is_the_earliest_completion_time(engine: Engine) -> None:
 
 
 def test_skip_locked_gives_concurrent_workers_disjoint_conversations(postgres_url: str) -> None:
-    from toolscore.storage.tables import metadata
+    from toolscore.storage.schema import metadata
 
     engine = create_engine(postgres_url)
     try:

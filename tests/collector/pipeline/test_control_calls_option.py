@@ -16,12 +16,12 @@ from tests.collector.pipeline.test_score import current_scores, expect, offline_
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.test_reconstruct import assistant, chat, result, user
 from toolscore.collector.configuration import ConfigError
-from toolscore.collector.control_calls import ControlCalls
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import default_config
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import tool_calls
+from toolscore.storage.conversations.tables import tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
 
 CONV = "conv-handoff"
 LOOKUP = {"name": "lookup", "args": {"q": "invoice 7"}}

@@ -22,15 +22,15 @@ from sqlalchemy import Engine, select
 
 from tests.collector.pipeline.e2e import import_refs, otlp_provider, pipeline_server, wait_scored
 from tests.collector.pipeline.test_score import expect
-from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing
 from toolscore.collector.pipeline.worker import RoundRunner
 from toolscore.scorer import default_config, parse_sample
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import store_spans
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
 
 REFERENCE = [{"name": "get_weather", "args": {"city": "Paris"}}]
 GOOD_ARGS = '{"city": "Paris"}'

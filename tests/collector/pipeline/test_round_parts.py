@@ -14,10 +14,10 @@ from tests.collector.pipeline.test_score import expect
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
 from toolscore.collector.pipeline.rounds import RoundRunner, within_budget
 from toolscore.scorer import default_config
-from toolscore.storage.dialect import scoring_round_size
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.leases import Claimed
-from toolscore.storage.pipeline import evaluations
+from toolscore.storage.conversations.leases import Claimed
+from toolscore.storage.conversations.tables import evaluations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.dialect import scoring_round_size
 
 from .test_big_conversation import REFERENCE
 

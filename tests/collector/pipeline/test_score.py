@@ -10,15 +10,15 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from tests.collector.recording import DOC_FIXTURES, load_recording
-from toolscore.collector.model import SpanRecord
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.scorer import default_config, parse_config, parse_sample
-from toolscore.storage.expectations import ExpectationData, import_expectations
-from toolscore.storage.pipeline import conversations, evaluations, tool_calls
-from toolscore.storage.telemetry import store_spans
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.expectations.repository import ExpectationData, import_expectations
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
 
 NOW = dt.datetime(2026, 11, 30, 6, 0, tzinfo=dt.UTC)
 ASSIGN = AssignConfig()
@@ -144,7 +144,7 @@ def test_no_matching_expectation_is_stored_as_unmatched(engine: Engine) -> None:
 def test_matching_by_first_user_message(engine: Engine) -> None:
     spans, predicted = fixture_spans()
     conv_id = store(engine, spans)
-    from toolscore.collector.reconstruct import reconstruct
+    from toolscore.collector.reconstruction.rebuild import reconstruct
 
     first = reconstruct(spans).first_user_message
     assert first

@@ -18,12 +18,12 @@ from sqlalchemy import Engine, select
 
 from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, store
 from toolscore.collector.pipeline.score import score_conversation
-from toolscore.collector.reconstruct import reconstruct
+from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import default_config
 from toolscore.storage import migrate
-from toolscore.storage.engine import create_engine
-from toolscore.storage.expectations import ExpectationData
-from toolscore.storage.pipeline import conversations
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.plumbing.engine import create_engine
 
 OTHER = [{"name": "get_weather", "args": {"city": "Lyon"}}]
 

@@ -22,7 +22,7 @@ from toolscore.collector.pipeline.options import (
 )
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
 from toolscore.scorer import default_config
-from toolscore.storage.expectations import ExpectationData
+from toolscore.storage.expectations.repository import ExpectationData
 
 
 async def _until_scored(worker: PipelineWorker, timeout_s: float = 60.0) -> float:

@@ -1,0 +1,263 @@
+"""OpenTelemetry GenAI semantic conventions >= 1.37 (also OpenLLMetry >= 0.55, AI SDK 7, AutoGen).
+
+Model calls carry ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON strings in practice)
+whose parts include ``tool_call {id, name, arguments}`` and ``tool_call_response {id, response}``
+(``result`` in the spec's registry example and in Pydantic AI); or the same keys on a
+``gen_ai.client.inference.operation.details`` span event or log record. Tool runs are
+``execute_tool`` spans with ``gen_ai.tool.name`` / ``gen_ai.tool.call.id`` /
+``gen_ai.tool.call.arguments``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolscore.collector.reconstruction.conventions.base import (
+    Exchange,
+    Message,
+    Observation,
+    ToolCallRef,
+    ToolExecution,
+    Triggers,
+    as_list,
+    as_text,
+    first_attr,
+    maybe_json,
+    norm_role,
+    opt_str,
+)
+from toolscore.storage.records import Attributes, LogRecordData, SpanRecord
+
+INPUT = "gen_ai.input.messages"
+OUTPUT = "gen_ai.output.messages"
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+OPENLLMETRY_SCOPE = "opentelemetry.instrumentation.openai.v1"  # OpenLLMetry's (contrib: openai_v2)
+ARGUMENT_KEYS = (
+    "gen_ai.tool.call.arguments",
+    "gcp.vertex.agent.tool_call_args",
+    "autogen.tool.arguments",
+    "tool_arguments",
+    "traceloop.entity.input",
+    "input.value",
+)
+RESULT_KEYS = (
+    "gen_ai.tool.call.result",
+    "gcp.vertex.agent.tool_response",
+    "tool_response",
+    "traceloop.entity.output",
+    "output.value",
+)
+
+
+def label_for(span: SpanRecord, default: str) -> str:
+    attrs = span.attributes
+    if span.scope_name.startswith(OPENLLMETRY_SCOPE) or "llm.request.type" in attrs:
+        return "openllmetry"
+    for key in attrs:  # a plain loop: cheaper than any() over a generator
+        if key.startswith("traceloop."):
+            return "openllmetry"
+    return default
+
+
+def is_tool_span(span: SpanRecord) -> bool:
+    attrs = span.attributes
+    if attrs.get("gen_ai.operation.name") == "execute_tool":
+        return True
+    return "gen_ai.tool.name" in attrs and span.name.startswith("execute_tool")
+
+
+def has_messages(span: SpanRecord) -> bool:
+    attrs = span.attributes
+    if INPUT in attrs or OUTPUT in attrs:
+        return True
+    return bool(span.events) and any(e.name == DETAILS_EVENT for e in span.events)
+
+
+def tool_execution(span: SpanRecord, convention: str) -> ToolExecution:
+    attrs = span.attributes
+    name = opt_str(attrs.get("gen_ai.tool.name"))
+    if name is None:
+        name = span.name.removeprefix("execute_tool").strip() or span.name
+    arguments = first_attr(attrs, ARGUMENT_KEYS)
+    result = first_attr(attrs, RESULT_KEYS)
+    return ToolExecution(
+        convention=convention,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        start_ns=span.start_ns,
+        name=name,
+        arguments=arguments,
+        call_id=opt_str(attrs.get("gen_ai.tool.call.id")) or _wrapped_call_id(arguments),
+        result=None if result is None else _unwrap_result(result),
+        failed=span.status_code == 2,
+    )
+
+
+def _wrapped_call_id(arguments: object) -> str | None:
+    """OpenLLMetry's LangChain wrapper keeps the call id in ``kwargs.tool_call_id``."""
+    wrapper = maybe_json(arguments)
+    if isinstance(wrapper, Mapping) and ("inputs" in wrapper or "input_str" in wrapper):
+        kwargs = wrapper.get("kwargs")
+        if isinstance(kwargs, Mapping):
+            return opt_str(kwargs.get("tool_call_id"))
+    return None
+
+
+_RESULT_WRAPPER = frozenset({"output", "kwargs"})
+
+
+def _unwrap_result(result: object) -> str:
+    """OpenLLMetry's LangChain wrapper ``{"output": <serialised ToolMessage>, "kwargs"}``."""
+    wrapper = maybe_json(result)
+    if isinstance(wrapper, Mapping) and "output" in wrapper and set(wrapper) <= _RESULT_WRAPPER:
+        output = wrapper["output"]
+        if isinstance(output, Mapping) and isinstance(output.get("kwargs"), Mapping):
+            return as_text(output["kwargs"].get("content"))
+        return as_text(output)
+    return as_text(result)
+
+
+def parse_messages(value: object) -> tuple[Message, ...]:
+    """Parse an OTel GenAI message list (parts form; OpenAI-style messages tolerated)."""
+    out: list[Message] = []
+    for raw in as_list(value):
+        raw = maybe_json(raw)
+        if isinstance(raw, Mapping):
+            out.extend(_parse_message(raw))
+    return tuple(out)
+
+
+def _parse_message(msg: Mapping[str, Any]) -> list[Message]:
+    role = norm_role(msg.get("role"))
+    parts = msg.get("parts")
+    if not isinstance(parts, list):
+        return [_openai_style(msg, role)]
+    texts: list[str] = []
+    calls: list[ToolCallRef] = []
+    results: list[Message] = []
+    for part in parts:
+        part = maybe_json(part)
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("type")
+        if kind == "text" or (kind is None and "content" in part):
+            texts.append(as_text(part.get("content")))
+        elif kind == "tool_call":
+            calls.append(
+                ToolCallRef(
+                    name=str(part.get("name") or ""),
+                    arguments=part.get("arguments"),
+                    call_id=opt_str(part.get("id")),
+                )
+            )
+        elif kind == "tool_call_response":
+            response = part.get("response", part.get("result"))
+            results.append(
+                Message("tool", as_text(maybe_json(response)), tool_call_id=opt_str(part.get("id")))
+            )
+        # reasoning, server_tool_call (provider-executed), blobs: not client tool calls
+    out: list[Message] = []
+    if texts or calls or not results:
+        out.append(Message("assistant" if calls else role, "\n".join(texts), tuple(calls)))
+    out.extend(results)
+    return out
+
+
+def _openai_style(msg: Mapping[str, Any], role: str) -> Message:
+    calls: list[ToolCallRef] = []
+    for call in as_list(msg.get("tool_calls")):
+        if not isinstance(call, Mapping):
+            continue
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else call
+        calls.append(
+            ToolCallRef(
+                name=str(function.get("name") or ""),
+                arguments=function.get("arguments", function.get("args")),
+                call_id=opt_str(call.get("id")),
+            )
+        )
+    return Message(
+        "assistant" if calls else role,
+        as_text(msg.get("content")),
+        tuple(calls),
+        tool_call_id=opt_str(msg.get("tool_call_id") or msg.get("id")) if role == "tool" else None,
+    )
+
+
+def exchange_from(
+    attrs: Attributes, *, convention: str, trace_id: str, span_id: str | None, sort_ns: int
+) -> Exchange:
+    return Exchange(
+        convention=convention,
+        trace_id=trace_id,
+        span_id=span_id,
+        sort_ns=sort_ns,
+        inputs=parse_messages(attrs.get(INPUT)),
+        outputs=parse_messages(attrs.get(OUTPUT)),
+        response_id=opt_str(attrs.get("gen_ai.response.id")),
+    )
+
+
+class OtelGenAI:
+    name = "otel_genai"
+    triggers = Triggers(
+        keys=frozenset({"gen_ai.operation.name", "gen_ai.tool.name", INPUT, OUTPUT}), events=True
+    )
+
+    def applies(self, span: SpanRecord) -> bool:
+        return is_tool_span(span) or has_messages(span)
+
+    def extract(self, span: SpanRecord) -> Sequence[Observation]:
+        label = label_for(span, self.name)
+        if is_tool_span(span):
+            return [tool_execution(span, label)]
+        sources: list[Attributes] = [span.attributes]
+        sources += [e.attributes for e in span.events if e.name == DETAILS_EVENT]
+        out: list[Observation] = []
+        for attrs in sources:
+            if INPUT in attrs or OUTPUT in attrs:
+                merged = dict(attrs)
+                merged.setdefault("gen_ai.response.id", span.attributes.get("gen_ai.response.id"))
+                out.append(
+                    exchange_from(
+                        merged,
+                        convention=label,
+                        trace_id=span.trace_id,
+                        span_id=span.span_id,
+                        sort_ns=span.start_ns,
+                    )
+                )
+        return out
+
+    def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
+        # Google ADK's records need its own treatment
+        # (collector.reconstruction.conventions.google_adk)
+        return details_exchanges(
+            [log for log in logs if log.scope_name not in OWN_SCOPES], self.name
+        )
+
+
+OWN_SCOPES = frozenset({"gcp.vertex.agent"})
+
+
+def details_exchanges(logs: Sequence[LogRecordData], convention: str) -> list[Observation]:
+    """Exchanges from ``gen_ai.client.inference.operation.details`` log records."""
+    out: list[Observation] = []
+    for log in logs:
+        if log.event_name != DETAILS_EVENT or not log.trace_id:
+            continue
+        attrs: dict[str, Any] = dict(log.attributes)
+        if isinstance(log.body, Mapping):
+            attrs.update({k: v for k, v in log.body.items() if k in (INPUT, OUTPUT)})
+        out.append(
+            exchange_from(
+                attrs,
+                convention=convention,
+                trace_id=log.trace_id,
+                span_id=log.span_id,
+                sort_ns=log.time_ns,
+            )
+        )
+    return out

@@ -1,0 +1,63 @@
+"""Nothing silently dropped: spans that look like tool runs when no call was rebuilt.
+
+A span looks like a tool run when its name has the word ``tool`` in it, when an attribute key
+names a tool (``acme.tool.name``, ``tool_input``), or when a kind-like attribute says ``tool``
+(``openinference.span.kind = TOOL``, ``gen_ai.operation.name = execute_tool``). Tool
+*definitions* on model spans (``gen_ai.tool.definitions``, ``llm.tools.*``, ``tool_choice``) do
+not count: a model that answered without calling a tool is not a dropped call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from toolscore.storage.records import SpanRecord
+
+__all__ = ["tool_like", "unrecognised_warning"]
+
+_TOOL_WORD = re.compile(r"(?<![a-z])tool(?![a-z])|(?<![a-z])tool_|_tool(?![a-z])", re.IGNORECASE)
+_NOT_A_RUN = re.compile(r"tools|definition|tool_choice|tool\.choice|available", re.IGNORECASE)
+_KIND_KEYS = re.compile(r"(kind|type|operation\.name|operation)$", re.IGNORECASE)
+_TOOL_VALUES = frozenset({"tool", "execute_tool", "tool_call", "function", "mcp_tool_call"})
+_SHOWN = 3
+
+
+def tool_like(span: SpanRecord) -> tuple[str, ...]:
+    """What makes ``span`` look like a tool run (empty: nothing): its name, and the attribute
+    keys (or ``key=value``) that name a tool."""
+    found: list[str] = []
+    for key, value in span.attributes.items():
+        if _NOT_A_RUN.search(key):
+            continue
+        if _TOOL_WORD.search(key):
+            found.append(key)
+        elif _KIND_KEYS.search(key) and str(value).strip().lower() in _TOOL_VALUES:
+            found.append(f"{key}={value}")
+    if _TOOL_WORD.search(span.name) and not _NOT_A_RUN.search(span.name):
+        found.insert(0, f"name {span.name!r}")
+    return tuple(found)
+
+
+def unrecognised_warning(spans: Sequence[SpanRecord], readers: Mapping[str, str]) -> str | None:
+    """The warning for a conversation from which no call was rebuilt, when some of its spans look
+    like tool runs (None: none do). ``readers``: span id -> the convention that read it."""
+    suspects = [(s, why) for s in spans if (why := tool_like(s))]
+    if not suspects:
+        return None
+    shown = []
+    for span, why in suspects[:_SHOWN]:
+        reader = readers.get(span.span_id)
+        by = f"read by {reader}, which found no call in it" if reader else "no convention reads it"
+        shown.append(
+            f"span {span.span_id} {span.name!r} (scope {span.scope_name or '-'!r}; "
+            f"{', '.join(why[:4])}; {by})"
+        )
+    more = f" and {len(suspects) - _SHOWN} more" if len(suspects) > _SHOWN else ""
+    return (
+        f"no tool call was rebuilt, but {len(suspects)} span(s) look like tool runs: "
+        + "; ".join(shown)
+        + more
+        + " -- calls they ran are not scored (a convention or span shape toolscore does not "
+        "read: docs/conventions.md)"
+    )

@@ -1,0 +1,239 @@
+"""The transcript a reconstruction builds (messages with their calls, a call counted once: see
+:mod:`toolscore.collector.reconstruction.rebuild`), and leaving framework control calls out of it
+(docs/conventions.md, "Control calls")."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from toolscore.collector.reconstruction.control_calls import (
+    PYDANTIC_AI_FINAL_RESULT,
+    ControlCalls,
+    control_kind,
+)
+from toolscore.collector.reconstruction.conventions import Exchange, Message, ToolExecution
+from toolscore.collector.reconstruction.conventions.base import maybe_json
+from toolscore.collector.reconstruction.tool_args import DecodedArgs, decode_tool_input
+
+
+@dataclass(slots=True)
+class Call:
+    name: str
+    arguments: Any
+    call_id: str | None
+    trace_id: str
+    span_id: str | None
+    convention: str
+    execution: ToolExecution | None = None
+
+
+@dataclass(slots=True)
+class Entry:
+    role: str
+    key: tuple[int, int]  # (trace rank, time) for inserting calls seen only on tool spans
+    content: str = ""
+    calls: list[Call] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+def _canon_text(decoded: DecodedArgs, value: Any) -> str:
+    try:
+        if decoded.arguments is not None:
+            try:
+                return orjson.dumps(decoded.arguments, option=_CANON_OPTIONS, default=str).decode()
+            except (TypeError, orjson.JSONEncodeError):  # big integers, > 255 levels
+                return json.dumps(decoded.arguments, sort_keys=True, default=str)
+        if decoded.positional:
+            return json.dumps(list(decoded.positional), default=str)
+    except (TypeError, ValueError, RecursionError):
+        # Too deep even for json (about 1,000 levels): equal to nothing else; the memo keeps
+        # the value alive, so its id stays unique. The scorer refuses such arguments anyway.
+        return f"<not comparable: {id(value)}>"
+    return decoded.raw or ""
+
+
+_CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+class Canon:
+    """Canonical text of tool arguments (equal arguments give equal text), memoised per object
+    for one reconstruction: each call's arguments are compared several times (history replay,
+    duplicate model calls, attaching tool spans). The decoding it made is kept for the one
+    later decoding of the same object (:meth:`decode`), so arguments are decoded once."""
+
+    __slots__ = ("_decoded", "_memo")
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Any, str]] = {}
+        self._decoded: dict[int, DecodedArgs] = {}
+
+    def __call__(self, value: Any) -> str:
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        decoded = decode_tool_input(value)
+        text = _canon_text(decoded, value)
+        self._memo[id(value)] = (value, text)  # holding the value keeps its id unique
+        self._decoded[id(value)] = decoded
+        return text
+
+    def decode(self, value: Any) -> DecodedArgs:
+        """``decode_tool_input(value)``: the decoding made for its canonical text if there was
+        one and it was not handed out yet (each caller gets its own argument dict), else a new
+        one."""
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            decoded = self._decoded.pop(id(value), None)
+            if decoded is not None:
+                return decoded
+        return decode_tool_input(value)
+
+
+class Transcript:
+    def __init__(self, canon: Canon) -> None:
+        self.canon = canon
+        self.entries: list[Entry] = []
+        self.by_id: dict[str, Call] = {}
+        self.sig_count: dict[tuple[str, str], int] = defaultdict(int)
+        self.fp_count: dict[tuple[str, str], int] = defaultdict(int)
+        self.result_ids: set[str] = set()
+
+    def _add_call(self, call: Call) -> None:
+        if call.call_id:
+            self.by_id[call.call_id] = call
+        self.sig_count[(call.name, self.canon(call.arguments))] += 1
+
+    def add(self, exchange: Exchange, rank: int) -> None:
+        key = (rank, exchange.sort_ns)
+        seen_fp: dict[tuple[str, str], int] = defaultdict(int)
+        seen_sig: dict[tuple[str, str], int] = defaultdict(int)
+        for message in exchange.inputs:
+            self._merge(message, exchange, key, seen_fp, seen_sig, history=True)
+        for message in exchange.outputs:
+            self._merge(message, exchange, key, seen_fp, seen_sig, history=False)
+
+    def _merge(
+        self,
+        message: Message,
+        exchange: Exchange,
+        key: tuple[int, int],
+        seen_fp: dict[tuple[str, str], int],
+        seen_sig: dict[tuple[str, str], int],
+        *,
+        history: bool,
+    ) -> None:
+        if message.role == "tool":
+            self._merge_result(message, key, seen_fp, history=history)
+            return
+        if not message.tool_calls and not message.content.strip():
+            return  # an empty message (e.g. a call the framework could not parse was dropped)
+        new_calls = self._new_calls(message, exchange, seen_sig)
+        fp = (message.role, " ".join(message.content.split()))
+        text_known = self._known(fp, seen_fp) if history else False
+        if not message.tool_calls and history and text_known:
+            return
+        if message.tool_calls and not new_calls:
+            return
+        content = "" if (text_known and message.tool_calls) else message.content
+        if content or not message.tool_calls:
+            self.fp_count[fp] += 1
+        for call in new_calls:
+            self._add_call(call)
+        self.entries.append(Entry(message.role, key, content, new_calls))
+
+    def _merge_result(
+        self,
+        message: Message,
+        key: tuple[int, int],
+        seen_fp: dict[tuple[str, str], int],
+        *,
+        history: bool,
+    ) -> None:
+        if message.tool_call_id:
+            if message.tool_call_id in self.result_ids:
+                return
+            self.result_ids.add(message.tool_call_id)
+        elif self._known(("tool", message.content), seen_fp) and history:
+            return
+        self.fp_count[("tool", message.content)] += 1
+        self.entries.append(Entry("tool", key, message.content, [], message.tool_call_id))
+
+    def _new_calls(
+        self, message: Message, exchange: Exchange, seen_sig: dict[tuple[str, str], int]
+    ) -> list[Call]:
+        """The calls of ``message`` not known yet (by id; without ids, by occurrence count)."""
+        new_calls: list[Call] = []
+        for ref in message.tool_calls:
+            sig = (ref.name, self.canon(ref.arguments))
+            seen_sig[sig] += 1
+            if ref.call_id and ref.call_id in self.by_id:
+                continue
+            if not ref.call_id and seen_sig[sig] <= self.sig_count[sig]:
+                continue  # a replay without id (ADK strips its synthetic ids from history)
+            new_calls.append(
+                Call(
+                    ref.name,
+                    ref.arguments,
+                    ref.call_id,
+                    exchange.trace_id,
+                    exchange.span_id,
+                    exchange.convention,
+                )
+            )
+        return new_calls
+
+    def _known(self, fp: tuple[str, str], seen: dict[tuple[str, str], int]) -> bool:
+        seen[fp] += 1
+        return seen[fp] <= self.fp_count[fp]
+
+    def calls(self) -> list[Call]:
+        return [call for entry in self.entries for call in entry.calls]
+
+
+def drop_control_calls(entries: list[Entry], policy: ControlCalls) -> None:
+    """Leave out the control calls ``policy`` excludes, with their results (by call id; without
+    ids, the results that follow an assistant message left with no call). The message's text
+    stays; an output tool's arguments (the run's structured answer) become its text."""
+    dropped: set[str] = set()
+    kept: list[Entry] = []
+    orphan_results = 0
+    for entry in entries:
+        if entry.role == "tool":
+            if entry.tool_call_id in dropped:
+                continue
+            if not entry.tool_call_id and orphan_results:
+                orphan_results -= 1
+                continue
+            kept.append(entry)
+            continue
+        orphan_results = 0
+        gone = [c for c in entry.calls if not policy.includes(control_kind(c.name, c.convention))]
+        if gone:
+            dropped.update(c.call_id for c in gone if c.call_id)
+            entry.calls = [c for c in entry.calls if all(c is not g for g in gone)]
+            if not entry.content.strip():
+                entry.content = _answer_text(gone)
+            if not entry.calls:
+                orphan_results = len(gone)
+                if not entry.content.strip():
+                    continue
+        kept.append(entry)
+    entries[:] = kept
+
+
+def _answer_text(calls: list[Call]) -> str:
+    for call in calls:
+        if control_kind(call.name, call.convention) == PYDANTIC_AI_FINAL_RESULT:
+            value = maybe_json(call.arguments)
+            if isinstance(value, str):
+                return value
+            try:
+                return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+            except (TypeError, ValueError, RecursionError):
+                return str(value)
+    return ""

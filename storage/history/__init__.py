@@ -1,0 +1,5 @@
+"""The score history: evaluation and tool-call rows, reading them back and through the SQL
+views (reports, per-tool scores), re-score runs, and the export outbox.
+
+May import: ``plumbing``, ``conversations`` (tables).
+"""

@@ -1,0 +1,218 @@
+"""The evaluations repository: writing a conversation's new revision of its score history.
+
+A revision is written in one short transaction: lock the conversations the caller still owns,
+mark their previous evaluations not current (only conversations written before have any),
+insert the new ``evaluations`` and ``tool_calls`` rows (one ``COPY`` each on PostgreSQL:
+``storage.plumbing.dialect.bulk_insert``) and update each conversation's status, revision,
+expectation
+and claim (one statement on PostgreSQL, an ``executemany`` on SQLite:
+``storage.plumbing.dialect.update_each``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Connection,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    case,
+    false,
+    null,
+    select,
+    true,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeEngine
+
+from toolscore.storage.base import UtcDateTime
+from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.plumbing.dialect import bulk_insert, in_ids, lock_statement
+from toolscore.storage.plumbing.row_lists import update_each
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One conversation's scoring result, ready to be stored as its next revision.
+
+    ``evaluations`` and ``calls`` are rows of ``evaluations`` / ``tool_calls`` without their
+    bookkeeping columns (conversation, revision, expectation, time), all values storable.
+    """
+
+    conversation_id: str
+    status: str
+    trace_id: str
+    root_span_id: str | None
+    first_user_message: str | None = None
+    expectation_id: str | None = None
+    expectation_version: int | None = None
+    evaluations: tuple[dict[str, Any], ...] = ()
+    calls: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
+    warning: str | None = None  # tool-like spans from which no call was rebuilt
+
+
+def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
+    """Lock the conversations about to get a revision (those still claimed by ``claimed_by``)
+    and read their current revisions."""
+    stmt = _lock(conn.dialect, claimed_by is not None)
+    return {i: r for i, r in conn.execute(stmt, {"ids": list(ids), "owner": claimed_by})}
+
+
+@cache
+def _lock(dialect: Dialect, owned: bool) -> Any:
+    c = conversations.c
+    owner = c.claimed_by == bindparam("owner") if owned else true()
+    ids = in_ids(dialect, c.id)
+    return lock_statement(dialect, conversations, [c.id, c.revision], and_(ids, owner), c.revision)
+
+
+def write_revisions(
+    conn: Connection,
+    revisions: Sequence[Revision],
+    *,
+    now: dt.datetime,
+    claimed_by: str | None = None,
+    seen_ns: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Record a new revision for each conversation, in the caller's transaction; returns the
+    revision number written for each conversation written, in the order of ``revisions``.
+
+    With ``claimed_by``, only conversations still claimed by that worker are written (a claim
+    whose lease expired was taken over: the other worker's result wins) and the claim is
+    released; ``needs_scoring`` stays true when a span arrived after ``seen_ns`` was read.
+    """
+    if not revisions:
+        return {}
+    owned = _lock_owned(conn, [x.conversation_id for x in revisions], claimed_by)
+    todo = [x for x in revisions if x.conversation_id in owned]
+    if not todo:
+        return {}
+    # Revision 0: never written, so no evaluation of it is current (most rounds: none to look for)
+    if rescored := [x.conversation_id for x in todo if owned[x.conversation_id] > 0]:
+        conn.execute(_supersede(conn.dialect), {"ids": rescored})
+    written: dict[str, int] = {}
+    eval_rows: list[dict[str, Any]] = []
+    call_rows: list[dict[str, Any]] = []
+    conv_rows: list[dict[str, Any]] = []
+    for x in todo:
+        rev = written[x.conversation_id] = owned[x.conversation_id] + 1
+        keys = {
+            "conversation_id": x.conversation_id,
+            "revision": rev,
+            "is_current": True,
+            "trace_id": x.trace_id,
+            "root_span_id": x.root_span_id,
+            "expectation_id": x.expectation_id,
+            "expectation_version": x.expectation_version,
+            "created_at": now,
+        }
+        eval_rows += [{**e, **keys} for e in x.evaluations]
+        call_rows += [{**k, "conversation_id": x.conversation_id, "revision": rev} for k in x.calls]
+        seen = (seen_ns or {}).get(x.conversation_id)
+        conv_rows.append(_conversation_row(x, rev, now, seen))
+    bulk_insert(conn, evaluations, eval_rows)
+    bulk_insert(conn, tool_calls, call_rows)
+    update_each(conn, "evaluations.conversation", _update_conversation, _ROW_TYPES, conv_rows)
+    return written
+
+
+def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None) -> dict[str, Any]:
+    return {
+        "b_id": x.conversation_id,
+        "b_status": x.status,
+        "b_revision": rev,
+        "b_scored_at": now,
+        "b_expectation_id": x.expectation_id,
+        "b_expectation_version": x.expectation_version,
+        "b_first_user_message": x.first_user_message,
+        "b_error": x.error,
+        "b_unmatched_reason": x.unmatched_reason,
+        "b_warning": x.warning,
+        "b_seen": seen if seen is not None else -1,
+        "b_release": seen is not None,
+    }
+
+
+def _update_conversation(row: Callable[[str], ColumnElement[Any]]) -> Any:
+    """The update of a written conversation, its values taken from ``row`` (see
+    ``storage.plumbing.dialect.update_each``)."""
+    c = conversations.c
+    release = row("b_release")
+    return (
+        conversations.update()
+        .where(c.id == row("b_id"))
+        .values(
+            status=row("b_status"),
+            revision=row("b_revision"),
+            scored_at=row("b_scored_at"),
+            expectation_id=row("b_expectation_id"),
+            expectation_version=row("b_expectation_version"),
+            first_user_message=row("b_first_user_message"),
+            error=row("b_error"),
+            unmatched_reason=row("b_unmatched_reason"),
+            warning=row("b_warning"),
+            claimed_by=case((release, null()), else_=c.claimed_by),
+            claimed_until=case((release, null()), else_=c.claimed_until),
+            # A span that arrived while we scored keeps the conversation pending.
+            needs_scoring=case(
+                (release, c.last_span_received_ns != row("b_seen")),
+                else_=c.needs_scoring,
+            ),
+        )
+    )
+
+
+_ROW_TYPES: dict[str, TypeEngine[Any]] = {
+    "b_id": Text(),
+    "b_status": Text(),
+    "b_revision": Integer(),
+    "b_scored_at": UtcDateTime(),
+    "b_expectation_id": Text(),
+    "b_expectation_version": Integer(),
+    "b_first_user_message": Text(),
+    "b_error": Text(),
+    "b_unmatched_reason": Text(),
+    "b_warning": Text(),
+    "b_seen": BigInteger(),
+    "b_release": Boolean(),
+}
+
+
+# Built once (building costs more than running it): the previous revision is no longer current.
+@cache
+def _supersede(dialect: Dialect) -> Any:
+    e = evaluations.c
+    where = and_(in_ids(dialect, e.conversation_id), e.is_current == true())
+    return evaluations.update().where(where).values(is_current=false())
+
+
+def history(
+    conn: Connection,
+    *,
+    since: dt.datetime | None = None,
+    expectation_id: str | None = None,
+    current_only: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Evaluation rows (every column) in id order, streamed in batches of 1,000."""
+    e = evaluations.c
+    query = select(evaluations).order_by(e.id)
+    if since is not None:
+        query = query.where(e.created_at >= since)
+    if expectation_id:
+        query = query.where(e.expectation_id == expectation_id)
+    if current_only:
+        query = query.where(e.is_current.is_(True))
+    for row in conn.execution_options(yield_per=1000).execute(query).mappings():
+        yield dict(row)

@@ -1,0 +1,257 @@
+"""The export outbox: which evaluations have reached the user's OTLP backend (migration ``0004``).
+
+One ``evaluation_exports`` row per evaluation. A row is *pending* until both its span and its log
+record were acknowledged by the sink (``spans_exported_at`` / ``logs_exported_at``, so a retry only
+resends what was not delivered), then ``exported_at`` is set. Claiming a batch pushes the row's
+``next_attempt_at`` forward by a lease, so a process that dies mid-export leaves the rows to be
+retried after the lease (at-least-once), and several processes sharing PostgreSQL never take the
+same rows (``FOR UPDATE SKIP LOCKED``). Failures back off exponentially.
+
+``metric_thresholds`` holds the pass threshold per metric instance (or metric type): the one place
+that the write-back labels, the SQL views' pass rate and ``toolscore report`` all read. Metrics
+without a row use :data:`DEFAULT_PASS_THRESHOLD`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Float,
+    Index,
+    Integer,
+    Table,
+    Text,
+    and_,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from toolscore.storage.base import Base, UtcDateTime
+from toolscore.storage.conversations.tables import evaluations
+from toolscore.storage.plumbing.dialect import insert_ignore_duplicates, skip_locked, upsert
+
+DEFAULT_PASS_THRESHOLD = 1.0
+# New evaluations are found by an anti-join restricted to ids above (highest enqueued - slack):
+# PostgreSQL sequences can commit out of order, the slack covers transactions still in flight.
+ENQUEUE_ID_SLACK = 10_000
+
+
+class EvaluationExport(Base):
+    __tablename__ = "evaluation_exports"
+
+    evaluation_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    enqueued_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
+    next_attempt_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    spans_exported_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    logs_exported_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    exported_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index(None, "exported_at", "next_attempt_at"),)
+
+
+class MetricThreshold(Base):
+    __tablename__ = "metric_thresholds"
+
+    metric: Mapped[str] = mapped_column(Text, primary_key=True)
+    threshold: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+evaluation_exports: Table = EvaluationExport.__table__  # type: ignore[assignment]
+metric_thresholds: Table = MetricThreshold.__table__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportItem:
+    """A claimed evaluation with everything the exporter needs, and what is left to send."""
+
+    evaluation_id: int
+    conversation_id: str
+    revision: int
+    trace_id: str
+    root_span_id: str | None
+    expectation_id: str | None
+    expectation_version: int | None
+    metric: str
+    metric_type: str
+    metric_config: Any
+    score: float | None
+    error: str | None
+    details: Any
+    predicted_count: int | None
+    expected_count: int | None
+    created_at: dt.datetime
+    attempts: int  # attempts before this one
+    needs_span: bool
+    needs_log: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxCounts:
+    pending: int
+    exported: int
+    failing: int  # pending rows that failed at least once
+
+
+def enqueue_new(conn: Connection, now: dt.datetime, limit: int = 1000) -> int:
+    """Add outbox rows for evaluations that have none yet; returns how many were added."""
+    highest = conn.execute(select(func.max(evaluation_exports.c.evaluation_id))).scalar()
+    floor = (int(highest) - ENQUEUE_ID_SLACK) if highest is not None else None
+    query = (
+        select(evaluations.c.id)
+        .outerjoin(evaluation_exports, evaluation_exports.c.evaluation_id == evaluations.c.id)
+        .where(evaluation_exports.c.evaluation_id.is_(None))
+        .order_by(evaluations.c.id)
+        .limit(limit)
+    )
+    if floor is not None:
+        query = query.where(evaluations.c.id > floor)
+    ids = list(conn.execute(query).scalars())
+    rows = [
+        {"evaluation_id": i, "enqueued_at": now, "next_attempt_at": now, "attempts": 0} for i in ids
+    ]
+    insert_ignore_duplicates(conn, evaluation_exports, rows, index_elements=["evaluation_id"])
+    return len(rows)
+
+
+def claim_batch(
+    conn: Connection, now: dt.datetime, limit: int, lease: dt.timedelta
+) -> list[ExportItem]:
+    """Take up to ``limit`` due rows (oldest first) and lease them until ``now + lease``."""
+    x, e = evaluation_exports, evaluations
+    query = (
+        select(
+            x.c.evaluation_id,
+            x.c.attempts,
+            x.c.spans_exported_at,
+            x.c.logs_exported_at,
+            e.c.conversation_id,
+            e.c.revision,
+            e.c.trace_id,
+            e.c.root_span_id,
+            e.c.expectation_id,
+            e.c.expectation_version,
+            e.c.metric,
+            e.c.metric_type,
+            e.c.metric_config,
+            e.c.score,
+            e.c.error,
+            e.c.details,
+            e.c.predicted_count,
+            e.c.expected_count,
+            e.c.created_at,
+        )
+        .join(e, e.c.id == x.c.evaluation_id)
+        .where(and_(x.c.exported_at.is_(None), x.c.next_attempt_at <= now))
+        .order_by(x.c.next_attempt_at, x.c.evaluation_id)
+        .limit(limit)
+    )
+    query = skip_locked(conn, query, of=evaluation_exports)
+    rows = conn.execute(query).mappings().all()
+    if not rows:
+        return []
+    conn.execute(
+        update(x)
+        .where(x.c.evaluation_id.in_([r["evaluation_id"] for r in rows]))
+        .values(next_attempt_at=now + lease)
+    )
+    return [
+        ExportItem(
+            evaluation_id=r["evaluation_id"],
+            conversation_id=r["conversation_id"],
+            revision=r["revision"],
+            trace_id=r["trace_id"],
+            root_span_id=r["root_span_id"],
+            expectation_id=r["expectation_id"],
+            expectation_version=r["expectation_version"],
+            metric=r["metric"],
+            metric_type=r["metric_type"],
+            metric_config=r["metric_config"],
+            score=r["score"],
+            error=r["error"],
+            details=r["details"],
+            predicted_count=r["predicted_count"],
+            expected_count=r["expected_count"],
+            created_at=r["created_at"],
+            attempts=r["attempts"],
+            needs_span=r["spans_exported_at"] is None,
+            needs_log=r["logs_exported_at"] is None,
+        )
+        for r in rows
+    ]
+
+
+def record_results(
+    conn: Connection,
+    now: dt.datetime,
+    spans_done: Sequence[int],
+    logs_done: Sequence[int],
+    failed: Mapping[int, tuple[str, dt.datetime]],
+) -> None:
+    """Store what the sink acknowledged; failed rows get their error and next attempt time.
+
+    ``failed`` maps an evaluation id to (error text, when to try again). A row is exported once
+    both its span and its log record were acknowledged (in this attempt or an earlier one).
+    """
+    x = evaluation_exports
+    if spans_done:
+        conn.execute(
+            update(x).where(x.c.evaluation_id.in_(spans_done)).values(spans_exported_at=now)
+        )
+    if logs_done:
+        conn.execute(update(x).where(x.c.evaluation_id.in_(logs_done)).values(logs_exported_at=now))
+    touched = sorted(set(spans_done) | set(logs_done) | set(failed))
+    if touched:
+        conn.execute(
+            update(x)
+            .where(
+                and_(
+                    x.c.evaluation_id.in_(touched),
+                    x.c.spans_exported_at.is_not(None),
+                    x.c.logs_exported_at.is_not(None),
+                    x.c.exported_at.is_(None),
+                )
+            )
+            .values(exported_at=now, last_error=None)
+        )
+    for evaluation_id, (error, retry_at) in failed.items():
+        conn.execute(
+            update(x)
+            .where(x.c.evaluation_id == evaluation_id)
+            .values(attempts=x.c.attempts + 1, last_error=error[:2000], next_attempt_at=retry_at)
+        )
+
+
+def counts(conn: Connection) -> OutboxCounts:
+    """How many outbox rows are pending, exported, and pending after a failure."""
+    x = evaluation_exports
+    pending = conn.execute(
+        select(func.count()).select_from(x).where(x.c.exported_at.is_(None))
+    ).scalar_one()
+    exported = conn.execute(
+        select(func.count()).select_from(x).where(x.c.exported_at.is_not(None))
+    ).scalar_one()
+    failing = conn.execute(
+        select(func.count()).select_from(x).where(and_(x.c.exported_at.is_(None), x.c.attempts > 0))
+    ).scalar_one()
+    return OutboxCounts(pending=int(pending), exported=int(exported), failing=int(failing))
+
+
+def load_thresholds(conn: Connection) -> dict[str, float]:
+    """Pass thresholds by metric instance name (or metric type)."""
+    rows = conn.execute(select(metric_thresholds.c.metric, metric_thresholds.c.threshold))
+    return {str(m): float(t) for m, t in rows}
+
+
+def save_thresholds(conn: Connection, thresholds: Mapping[str, float]) -> None:
+    """Set (insert or replace) the pass threshold of each named metric."""
+    rows = [{"metric": m, "threshold": float(t)} for m, t in thresholds.items()]
+    upsert(conn, metric_thresholds, rows, index_elements=["metric"], update_columns=["threshold"])

@@ -1,0 +1,110 @@
+"""Statements over a list of ids or rows, by dialect (a part of storage/plumbing/dialect.py, which
+holds
+the other dialect differences): looking rows up id by id (:func:`each_id`), and updating many
+rows in one statement (:func:`update_each`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Select, Table, bindparam, func, literal_column, select, true
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.types import TypeEngine
+
+from toolscore.storage.plumbing.chunks import chunks
+
+
+def each_id(
+    dialect: Dialect, query: Select[Any], column: ColumnElement[Any], name: str = "ids"
+) -> Select[Any]:
+    """``query`` (built once per dialect) restricted to rows whose ``column`` is in the list
+    bound as ``name``, looked up id by id through ``column``'s index.
+
+    PostgreSQL: ``FROM unnest(:ids) AS wanted(id) JOIN LATERAL (query AND column = wanted.id
+    OFFSET 0)``,
+    a nested loop whatever the planner's statistics say. ``column = ANY(:ids)`` is estimated with
+    the default selectivity of an equality per element on a table never analysed (autovacuum
+    off, or not yet run: a table truncated or just filled): 200 ids, the whole table, so a
+    sequential scan of every partition of ``spans`` in every round, whose cost grows with what
+    is stored. SQLite (whose planner uses the index for an ``IN`` list): ``query`` with an
+    expanding ``IN``. A correlated subquery in ``query`` runs once per row (a nested loop too)."""
+    if dialect.name != "postgresql":
+        return query.where(column.in_(bindparam(name, expanding=True)))
+    wanted = (
+        func.unnest(bindparam(name, type_=postgresql.ARRAY(column.type)))
+        .table_valued("id")
+        .render_derived(name="wanted")
+    )
+    # OFFSET 0: the planner would otherwise pull the subquery up into a plain join, and may
+    # hash-join it with a scan of the whole table again
+    found = query.where(column == wanted.c.id).offset(literal_column("0")).lateral("found")
+    return select(*found.c).select_from(wanted.join(found, true()))
+
+
+# (statement key, dialect name) -> the statement update_each built
+_UPDATES: dict[tuple[str, str], Any] = {}
+
+
+def update_each(
+    conn: Connection,
+    key: str,
+    build: Callable[[Callable[[str], ColumnElement[Any]]], Any],
+    types: Mapping[str, TypeEngine[Any]],
+    rows: Sequence[Mapping[str, Any]],
+) -> None:
+    """One ``UPDATE`` per row of ``rows`` (dicts with the keys of ``types``): ``build(value)``
+    returns the ``UPDATE`` statement whose ``WHERE`` and values take the row's values from
+    ``value(name)``; built once per dialect, cached under ``key``.
+
+    PostgreSQL: one statement for all rows, ``UPDATE ... FROM unnest(:name::type[], ...) AS
+    each_row(name, ...)`` (the driver's ``executemany`` runs the statement once per row, each
+    with its own parse, plan and execution in the server). SQLite: the driver's ``executemany``
+    (one prepared statement)."""
+    if not rows:
+        return
+    dialect = conn.dialect
+    stmt = _UPDATES.get((key, dialect.name))
+    if stmt is None:
+        if dialect.name == "postgresql":
+            names = list(types)
+            arrays = [bindparam(n, type_=postgresql.ARRAY(types[n])) for n in names]
+            each_row = func.unnest(*arrays).table_valued(*names).render_derived(name="each_row")
+            stmt = build(lambda name: each_row.c[name])
+        else:
+            stmt = build(lambda name: bindparam(name, type_=types[name]))
+        _UPDATES[(key, dialect.name)] = stmt
+    if dialect.name == "postgresql":
+        conn.execute(stmt, {name: [row[name] for row in rows] for name in types})
+    else:
+        conn.execute(stmt, list(rows))
+
+
+def insert_new_ids(
+    conn: Connection, table: Table, column: str, ids: Sequence[str], returning: str
+) -> list[tuple[Any, Any]]:
+    """``INSERT INTO table (column)`` each of ``ids`` in their order, skipping those already
+    there; returns ``(column, returning)`` of the rows inserted. PostgreSQL one statement over
+    an array (a COPY would fail on the first id already stored), SQLite one per 500 ids."""
+    head = f"INSERT INTO {table.name} ({column}) "
+    tail = f" ON CONFLICT DO NOTHING RETURNING {column}, {returning}"
+    if conn.dialect.name == "postgresql":
+        sql = head + "SELECT unnest(CAST(%(ids)s AS text[]))" + tail
+        return [(r[0], r[1]) for r in conn.exec_driver_sql(sql, {"ids": list(ids)})]
+    out: list[tuple[Any, Any]] = []
+    for chunk in chunks(ids):
+        sql = head + "VALUES " + ", ".join(["(?)"] * len(chunk)) + tail
+        out.extend((r[0], r[1]) for r in conn.exec_driver_sql(sql, tuple(chunk)))
+    return out
+
+
+def key_share_in(dialect: Dialect, query: Select[Any]) -> Select[Any]:
+    """``query`` holding the rows it returns until the transaction ends against deletion and
+    key changes, not against other readers or updates (PostgreSQL ``FOR KEY SHARE``). SQLite:
+    ``query`` (its one write lock, taken by a write earlier in the transaction, does it)."""
+    if dialect.name == "postgresql":
+        return query.with_for_update(read=True, key_share=True)
+    return query

@@ -1,0 +1,122 @@
+"""``SpanRecord``s rebuilt from ``spans`` rows whose JSON columns were read as text.
+
+The scoring hot path (``storage.telemetry.spans.load_spans``) reads ``attributes``,
+``resource_attributes``, ``events`` and ``links`` as their stored JSON text
+(``storage.plumbing.dialect.json_text``) and decodes them here, once per distinct text where texts
+repeat:
+one resource's attributes are shared by every span of a request (as ingest's decoding shares
+them), and most spans have no events or links. Values decode exactly as the JSON columns do
+(``storage.plumbing.jsoncodec.json_loads``), then are untagged (``storage.telemetry.spans``'s tags).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from toolscore.storage.plumbing.jsoncodec import json_loads
+from toolscore.storage.records import SPAN_FIELDS, SPAN_SETTERS, SpanEvent, SpanLink, SpanRecord
+
+# The columns a SpanRecord is rebuilt from, in :func:`decode_spans`'s row order (the columns
+# carry the fields' names).
+SPAN_READ_COLUMNS: tuple[str, ...] = SPAN_FIELDS
+
+_TAGS = ("$bytes", "$float", "$str")
+
+
+def from_json_value(value: Any) -> Any:
+    """Inverse of ``storage.telemetry.spans.to_json_value``."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, inner),) = value.items()
+            if key in _TAGS and isinstance(inner, str):
+                if key == "$bytes":
+                    return base64.b64decode(inner)
+                if key == "$str":
+                    return base64.b64decode(inner).decode("utf-8")
+                return float(inner)
+        return {k: from_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_value(v) for v in value]
+    return value
+
+
+def attributes_from_json(value: Any) -> dict[str, Any]:
+    """Decoded attributes (a mapping of JSON-storable values), untagged."""
+    if not isinstance(value, dict):
+        return {}
+    # Fast path: scalar values (the usual case) carry no tags, so the decoded dict is the value.
+    for v in value.values():
+        if type(v) is dict or type(v) is list:
+            return {k: from_json_value(v) for k, v in value.items()}
+    return value
+
+
+def decode_spans(rows: Iterable[Sequence[Any]]) -> list[SpanRecord]:
+    """One ``SpanRecord`` per row of :data:`SPAN_READ_COLUMNS` (JSON columns as text)."""
+    resources: dict[str, dict[str, Any]] = {}
+    out: list[SpanRecord] = []
+    append = out.append
+    for (
+        trace_id,
+        span_id,
+        parent_span_id,
+        name,
+        kind,
+        start_ns,
+        end_ns,
+        attributes,
+        resource_text,
+        scope_name,
+        scope_version,
+        status_code,
+        status_message,
+        events,
+        links,
+        *_,
+    ) in rows:
+        resource = resources.get(resource_text)
+        if resource is None:
+            resource = resources[resource_text] = attributes_from_json(json_loads(resource_text))
+        # SpanRecord(...) without its frozen __init__ (storage.records.SPAN_SETTERS)
+        span = new_span(SpanRecord)
+        set_trace_id(span, trace_id)
+        set_span_id(span, span_id)
+        set_parent(span, parent_span_id)
+        set_name(span, name)
+        set_kind(span, kind)
+        set_start(span, start_ns)
+        set_end(span, end_ns)
+        set_attributes(span, attributes_from_json(json_loads(attributes)))
+        set_resource(span, resource)
+        set_scope_name(span, scope_name)
+        set_scope_version(span, scope_version)
+        set_status_code(span, status_code)
+        set_status_message(span, status_message)
+        set_events(span, () if events == "[]" else _events(json_loads(events)))
+        set_links(span, () if links == "[]" else _links(json_loads(links)))
+        append(span)
+    return out
+
+
+new_span = object.__new__
+(
+    set_trace_id, set_span_id, set_parent, set_name, set_kind, set_start, set_end,
+    set_attributes, set_resource, set_scope_name, set_scope_version, set_status_code,
+    set_status_message, set_events, set_links,
+) = SPAN_SETTERS  # fmt: skip
+
+
+def _events(events: Any) -> tuple[SpanEvent, ...]:
+    return tuple(
+        SpanEvent(e["name"], e["time_ns"], attributes_from_json(e.get("attributes")))
+        for e in events or ()
+    )
+
+
+def _links(links: Any) -> tuple[SpanLink, ...]:
+    return tuple(
+        SpanLink(lk["trace_id"], lk["span_id"], attributes_from_json(lk.get("attributes")))
+        for lk in links or ()
+    )
