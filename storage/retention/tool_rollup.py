@@ -8,7 +8,7 @@ migration 0007's views read them: each ``pairs`` item is an expected and called 
 when its score is at least 1, wrong below; each ``losses`` label of another kind than
 ``wrong_argument`` counts as expected / called when it has an ``expected`` / ``predicted`` key,
 as missing, extra, or misplaced (``order`` / ``group`` with an expected call), and its points;
-``wrong_argument`` labels count per argument. ``tests/collector/test_history_retention.py``
+``wrong_argument`` labels count per argument. ``tests/collector/upkeep/test_history_retention.py``
 checks the views give the same rows before and after a deletion.
 """
 

@@ -1,7 +1,8 @@
 """Recordings of real frameworks (record_<framework>.py) → standard OTLP exporters →
 ``toolscore serve`` → scores equal to the Ragas sample a user would write from the script.
 
-Each recording plays the two-turn conversation of tests/collector/conventions/four_calls.py
+Each recording plays the two-turn conversation of
+tests/collector/reconstruction/conventions/four_calls.py
 (parallel calls, a nested-object argument, an integer and a float). It is sent twice, as two
 conversations: one against the exact reference (scores 1.0), one against a reference with the
 booking's party size changed and the order of turn 1 swapped (partial scores); both must be the
@@ -19,7 +20,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from tests.collector.conventions import four_calls as fc
 from tests.collector.otlp_replay import relabel, replay
 from tests.collector.pipeline.e2e import (
     current_scores,
@@ -29,6 +29,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from tests.collector.reconstruction.conventions import four_calls as fc
 from tests.collector.recording import RECORDED, load_recording
 from toolscore.storage.conversations.tables import tool_calls
 from toolscore.storage.expectations.repository import ExpectationData

@@ -29,19 +29,24 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from sqlalchemy import select
 
-from tests.collector.conventions.openai_agents_app import seen
-from tests.collector.conventions.test_live_openai import SCENARIOS as OPENAI_SCENARIOS
-from tests.collector.conventions.test_live_openai import FakeOpenAI, server  # noqa: F401
-from tests.collector.conventions.test_live_pydantic_ai import (
+from tests.collector.export.sink import GrpcSink, attrs
+from tests.collector.otlp_replay import relabel, replay
+from tests.collector.pipeline.e2e import import_refs, otlp_provider, wait_scored
+from tests.collector.reconstruction.conventions.openai_agents_app import seen
+from tests.collector.reconstruction.conventions.test_live_openai import (
+    SCENARIOS as OPENAI_SCENARIOS,
+)
+from tests.collector.reconstruction.conventions.test_live_openai import FakeOpenAI, server  # noqa: F401
+from tests.collector.reconstruction.conventions.test_live_pydantic_ai import (
     QUESTION,
     call,
     turn_based,
     weather_agent,
 )
-from tests.collector.conventions.test_logfire_openai_agents import GROUP, recording_path
-from tests.collector.export.sink import GrpcSink, attrs
-from tests.collector.otlp_replay import relabel, replay
-from tests.collector.pipeline.e2e import import_refs, otlp_provider, wait_scored
+from tests.collector.reconstruction.conventions.test_logfire_openai_agents import (
+    GROUP,
+    recording_path,
+)
 from tests.collector.recording import load_recording
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.export.extension import export_extension
@@ -96,7 +101,7 @@ def _openllmetry_nocontent(fake: FakeOpenAI, outdir: Path) -> Path:
         [
             sys.executable,
             "-m",
-            "tests.collector.conventions.openai_app",
+            "tests.collector.reconstruction.conventions.openai_app",
             "openllmetry-events",
             fake.url,
             str(outdir),

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.collector.conventions.test_live_openai import QUESTION, FakeOpenAI, completion, server
 from tests.collector.pipeline.e2e import (
     current_scores,
     import_refs,
@@ -19,6 +18,12 @@ from tests.collector.pipeline.e2e import (
     ragas_sample,
     ragas_scores,
     wait_scored,
+)
+from tests.collector.reconstruction.conventions.test_live_openai import (
+    QUESTION,
+    FakeOpenAI,
+    completion,
+    server,
 )
 from toolscore.storage.expectations.repository import ExpectationData
 

@@ -1,7 +1,8 @@
 """OpenAI Agents SDK agents under Logfire (or OpenInference) → standard OTLP exporter →
 ``toolscore serve`` → scores.
 
-The agents run in a fresh process (tests/collector/conventions/openai_agents_app.py: the
+The agents run in a fresh process (tests/collector/reconstruction/conventions/openai_agents_app.py:
+the
 instrumentations are global), with the SDK's Responses model against a scripted local server, or
 a scripted ``agents.Model``; spans go through the standard OTLP/HTTP span exporter. The
 conversation is the SDK's ``group_id`` (Logfire) or ``session.id`` (OpenInference, set by the app
@@ -22,15 +23,6 @@ pytest.importorskip("agents")
 pytest.importorskip("logfire")
 pytest.importorskip("openinference.instrumentation.openai_agents")
 
-from tests.collector.conventions.openai_agents_app import (
-    LOOKUP,
-    QUESTION,
-    SCENARIOS,
-    TIME,
-    TRANSFER,
-    WEATHER,
-    seen,
-)
 from tests.collector.pipeline.e2e import (
     ROOT_IDLE_S,
     SETTLE_S,
@@ -40,13 +32,22 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from tests.collector.reconstruction.conventions.openai_agents_app import (
+    LOOKUP,
+    QUESTION,
+    SCENARIOS,
+    TIME,
+    TRANSFER,
+    WEATHER,
+    seen,
+)
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
 from toolscore.collector.pipeline.options import PipelineOptions
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.storage.expectations.repository import ExpectationData
 
-APP = "tests.collector.conventions.openai_agents_app"
+APP = "tests.collector.reconstruction.conventions.openai_agents_app"
 ROOT = Path(__file__).resolve().parents[2]
 PARIS_TIME = {"name": "get_time", "args": {"timezone": "Europe/Paris"}}
 REFERENCES = {  # conversation (group id) → reference calls

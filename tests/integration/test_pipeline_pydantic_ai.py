@@ -18,12 +18,6 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from sqlalchemy import func, select
 
-from tests.collector.conventions.test_live_pydantic_ai import (
-    QUESTION,
-    call,
-    turn_based,
-    weather_agent,
-)
 from tests.collector.pipeline.e2e import (
     conversation,
     current_scores,
@@ -33,6 +27,12 @@ from tests.collector.pipeline.e2e import (
     ragas_sample,
     ragas_scores,
     wait_scored,
+)
+from tests.collector.reconstruction.conventions.test_live_pydantic_ai import (
+    QUESTION,
+    call,
+    turn_based,
+    weather_agent,
 )
 from toolscore.storage.conversations.tables import evaluations, tool_calls
 from toolscore.storage.expectations.repository import ExpectationData

@@ -6,7 +6,7 @@ sending good requests until the poison client is done; it sends, for each poison
 of 99 good spans + 1 poison span over both transports. Decode-level poisons get partial success
 (1 rejected, 99 stored), also under a conversation key configured on the pipeline (the
 extension names its keys to the decoder). What decode cannot know is isolated by the writer
-(tests/collector/test_ingest_isolation.py). No poison request is ever told to retry.
+(tests/collector/ingest/test_ingest_isolation.py). No poison request is ever told to retry.
 """
 
 from __future__ import annotations

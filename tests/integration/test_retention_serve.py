@@ -121,7 +121,7 @@ def test_postgres_partitions_created_and_dropped_while_a_real_server_ingests(
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from tests.collector.test_retention import NS, T_OLD, conversation, score_all, store
+    from tests.collector.upkeep.test_retention import NS, T_OLD, conversation, score_all, store
     from toolscore.storage.telemetry import partitions as parts
 
     import_refs(postgres_url, ExpectationData(id="w", reference_tool_calls=[WEATHER, TIME]))

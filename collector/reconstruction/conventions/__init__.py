@@ -5,7 +5,8 @@ module in :data:`REGISTRY` order that does extracts the span's observations, so 
 mixed in one trace. Specific conventions come before the generic OTel GenAI ones they extend.
 A convention's ``triggers`` (:class:`Triggers`: scopes, attribute keys, name prefixes, events)
 say which spans its ``applies`` can accept; a span is checked only against the conventions it
-shows a trigger of (tests/collector/conventions/test_dispatch.py checks none is skipped wrongly).
+shows a trigger of (tests/collector/reconstruction/conventions/test_dispatch.py checks none is
+skipped wrongly).
 Adding a convention = adding one module and one line here.
 """
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.collector.conventions.test_live_langchain import QUESTION, run_agent
+from tests.collector.reconstruction.conventions.test_live_langchain import QUESTION, run_agent
 
 FOLLOW_UP = "And now?"
 RESPONSES = [

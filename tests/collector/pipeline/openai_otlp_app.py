@@ -20,7 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.collector.conventions.openai_app import TOOLS
+from tests.collector.reconstruction.conventions.openai_app import TOOLS
 
 
 def main(mode: str, base_url: str, toolscore: str, conversation: str, question: str) -> None:

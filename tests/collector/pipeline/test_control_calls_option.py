@@ -14,7 +14,7 @@ from sqlalchemy import Engine, select
 
 from tests.collector.pipeline.test_score import current_scores, expect, offline_scores, store
 from tests.collector.pipeline.test_worker import _until_scored, parse
-from tests.collector.test_reconstruct import assistant, chat, result, user
+from tests.collector.reconstruction.test_reconstruct import assistant, chat, result, user
 from toolscore.collector.configuration import ConfigError
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
