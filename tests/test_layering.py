@@ -119,3 +119,188 @@ def test_collector_runs_no_statement_itself() -> None:
         if calls:
             found[str(path.relative_to(ROOT))] = calls
     assert found == {}, "statements run outside storage/"
+
+
+# --- Rooms: the arrows between the sub-packages (and spine modules) of collector/ and storage/.
+# A room is collector/<name>/ or storage/<name>/; a top-level module is its own "room" (the
+# spine). Each entry says what a room may import; the test fails on any other arrow. Read it with
+# the rooms' __init__ docstrings, which say the same in words.
+
+COLLECTOR_SPINE = {"app", "cli", "components", "configuration", "errors", "logformat"}
+COLLECTOR_SPINE |= {"serve_config", "settings"}
+STORAGE_SPINE = {"base", "database", "migrate", "records", "schema"}
+
+#: Pure rooms: no I/O frameworks, no storage but its pure vocabulary.
+PURE_ROOMS = ("collector.otlp", "collector.reconstruction")
+PURE_STORAGE = ("storage.records", "storage.plumbing.jsoncodec", "storage.conversations.user_input")
+IMPURE = ("asyncio", "sqlalchemy", "alembic", "psycopg", "grpc", "aiohttp", "socket", "threading")
+
+ARROWS: dict[str, set[str]] = {
+    # collector: a span's path, receiver -> otlp -> ingest -> (stored) -> pipeline -> export
+    "collector.otlp": {"collector.reconstruction", "storage.records"},
+    "collector.reconstruction": {"storage.records", "storage.plumbing", "storage.conversations"},
+    "collector.receiver": {
+        "collector.otlp",
+        "collector.ingest",
+        "collector.errors",
+        "collector.settings",
+        "storage.records",
+    },
+    "collector.ingest": {
+        "collector.errors",
+        "collector.export",
+        "storage.database",
+        "storage.records",
+        "storage.plumbing",
+        "storage.telemetry",
+    },
+    "collector.pipeline": {
+        "collector.reconstruction",
+        "collector.ingest",
+        "collector.components",
+        "collector.configuration",
+        "collector.logformat",
+        "scorer",
+        "storage.*",
+    },
+    "collector.export": {
+        "collector.components",
+        "collector.configuration",
+        "storage.database",
+        "storage.history",
+        "storage.records",
+    },
+    "collector.upkeep": {
+        "collector.components",
+        "collector.configuration",
+        "collector.export",
+        "collector.ingest",
+        "storage.*",
+    },
+    "collector.expectations": {"scorer", "storage.expectations"},
+    "collector.views": {
+        "collector.reconstruction",
+        "collector.export",
+        "collector.configuration",
+        "collector.errors",
+        "storage.*",
+    },
+    "collector.offline": {
+        "collector.otlp",
+        "collector.ingest",
+        "collector.reconstruction",
+        "collector.pipeline",
+        "scorer",
+        "storage.*",
+    },
+    # storage: plumbing at the bottom, then telemetry, then the scoring state and history
+    "storage.plumbing": {"scorer"},
+    "storage.telemetry": {"storage.base", "storage.records", "storage.plumbing"},
+    "storage.conversations": {
+        "storage.base",
+        "storage.plumbing",
+        "storage.telemetry",
+        "storage.expectations",
+        "storage.history",
+    },
+    "storage.history": {"storage.base", "storage.plumbing", "storage.conversations"},
+    "storage.expectations": {"storage.base", "storage.plumbing", "storage.conversations"},
+    "storage.retention": {
+        "storage.base",
+        "storage.plumbing",
+        "storage.telemetry",
+        "storage.conversations",
+        "storage.history",
+    },
+    "storage.migrations": {"storage.plumbing"},
+}
+
+
+def _room_of_file(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return f"{parts[0]}.{parts[1]}"
+
+
+def _room_of_module(name: str) -> str:
+    parts = name.split(".")[1:]
+    if parts[0] in ("collector", "storage") and len(parts) > 1:
+        return f"{parts[0]}.{parts[1]}"
+    return parts[0]
+
+
+def _room_arrows() -> dict[str, set[str]]:
+    arrows: dict[str, set[str]] = {}
+    for folder in ("collector", "storage"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.parent == ROOT / folder:
+                continue  # the spine composes the rooms and may import any of them
+            room = _room_of_file(path)
+            for name in _imports(path):
+                if name.startswith("toolscore.") and (target := _room_of_module(name)) != room:
+                    arrows.setdefault(room, set()).add(target)
+    return arrows
+
+
+def _allowed(room: str, target: str) -> bool:
+    allowed = ARROWS.get(room, set())
+    package = target.split(".")[0]
+    return target in allowed or f"{package}.*" in allowed
+
+
+def test_rooms_import_only_along_their_arrows() -> None:
+    found = {
+        (room, target)
+        for room, targets in _room_arrows().items()
+        for target in targets
+        if room != "collector.commands" and not _allowed(room, target)
+    }
+    assert found == set(), "arrows between rooms that ARROWS does not allow"
+
+
+def test_every_room_is_declared() -> None:
+    rooms = {
+        f"{folder}.{p.name}"
+        for folder in ("collector", "storage")
+        for p in (ROOT / folder).iterdir()
+        if p.is_dir() and (p / "__init__.py").exists()
+    }
+    assert rooms - set(ARROWS) - {"collector.commands"} == set()
+
+
+def test_nothing_imports_the_commands_room() -> None:
+    found = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "collector").rglob("*.py")
+        if not path.is_relative_to(ROOT / "collector" / "commands")
+        and path != ROOT / "collector" / "cli.py"
+        and any(n.startswith("toolscore.collector.commands") for n in _imports(path))
+    }
+    assert found == set()
+
+
+def test_pure_rooms_do_no_io() -> None:
+    found = set()
+    for room in PURE_ROOMS:
+        for path in (ROOT / room.replace(".", "/")).rglob("*.py"):
+            for name in _imports(path):
+                impure = name.split(".")[0] in IMPURE
+                storage = name.startswith("toolscore.storage") and not name.startswith(
+                    tuple(f"toolscore.{m}" for m in PURE_STORAGE)
+                )
+                if impure or storage:
+                    found.add((str(path.relative_to(ROOT)), name))
+    assert found == set()
+
+
+def test_the_pure_storage_vocabulary_is_pure() -> None:
+    for module in PURE_STORAGE:
+        path = ROOT / (module.replace(".", "/") + ".py")
+        impure = {n for n in _imports(path) if n.split(".")[0] in IMPURE}
+        assert impure == set(), module
+
+
+def test_spine_stays_small() -> None:
+    for folder, spine in (("collector", COLLECTOR_SPINE), ("storage", STORAGE_SPINE)):
+        modules = {p.stem for p in (ROOT / folder).glob("*.py")} - {"__init__"}
+        assert modules <= spine, f"{folder}/ grew a top-level module: make it part of a room"
+        assert len(modules) <= 8

@@ -16,13 +16,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from toolscore.collector.commands._table import (
-    clip,
-    format_call,
-    format_score,
-    format_time,
-    render_table,
-)
 from toolscore.collector.commands.common import add_db_argument, open_database
 from toolscore.collector.commands.show_losses import render_losses
 from toolscore.collector.configuration import add_options
@@ -40,6 +33,13 @@ from toolscore.collector.views.conversation import (
 )
 from toolscore.collector.views.safe_text import json_safe, safe_lines
 from toolscore.collector.views.spans import render_spans
+from toolscore.collector.views.table import (
+    clip,
+    format_call,
+    format_score,
+    format_time,
+    render_table,
+)
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolscore.collector.commands._table import clip, format_call, format_time, render_table
 from toolscore.collector.commands.common import (
     add_db_argument,
     database_errors,
@@ -24,6 +23,7 @@ from toolscore.collector.commands.common import (
 )
 from toolscore.collector.errors import Failure, UsageError
 from toolscore.collector.views.safe_text import json_safe, safe_lines, terminal_safe
+from toolscore.collector.views.table import clip, format_call, format_time, render_table
 
 if TYPE_CHECKING:
     from toolscore.storage.database import Engine

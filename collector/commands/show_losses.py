@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscore.collector.commands._table import render_table
+from toolscore.collector.views.table import render_table
 
 HEADERS = ("LOST", "KIND", "TOOL", "ARGUMENT", "PREDICTED", "REFERENCE")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolscore.collector.commands._table import clip, render_table
+from toolscore.collector.views.table import clip, render_table
 
 if TYPE_CHECKING:  # the CLI parser imports commands: reconstruction loads when show runs
     from toolscore.collector.reconstruction.rebuild import Reconstruction
