@@ -50,7 +50,6 @@ from toolscore.collector.receiver.listeners import (
 )
 from toolscore.collector.settings import CONFIG, Settings
 from toolscore.collector.upkeep.checkpoints import CheckpointMetrics, WalCheckpointer
-from toolscore.collector.upkeep.residency import IndexResidency, ResidencyMetrics
 from toolscore.collector.upkeep.shutdown import (
     HARD_EXIT_EXTRA_S,
     STOP_EXTRA_S,
@@ -148,11 +147,6 @@ class App:
         checkpoints = WalCheckpointer(self._engine, CheckpointMetrics(self.metrics.registry))
         await checkpoints.start()
         self._components.append(checkpoints)  # stopped last: after every writer
-        if s.sqlite_resident_bytes > 0:
-            metrics = ResidencyMetrics(self.metrics.registry)
-            residency = IndexResidency(self._engine, metrics, s.sqlite_resident_bytes)
-            await residency.start()
-            self._components.append(residency)
         for component in (c for ext in extensions for c in ext.components):
             await component.start()
             self._components.append(component)

@@ -22,7 +22,6 @@ from toolscore.collector.configuration import (
     positive_seconds,
     resolve,
     resolve_one,
-    whole_number,
 )
 
 DB_ENV = "TOOLSCORE_DB"
@@ -32,7 +31,6 @@ DEFAULT_GRPC = "127.0.0.1:4317"
 DEFAULT_HTTP = "127.0.0.1:4318"
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # OTLP v1.11 recommendation
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
-DEFAULT_SQLITE_RESIDENT_BYTES = 256 * 1024 * 1024  # storage/plumbing/residency.py
 DEFAULT_MAX_QUEUED_SPANS = 100_000
 DEFAULT_MAX_BATCH_SPANS = 20_000
 # Export requests read, decoded or being stored at once (both transports): the memory they hold
@@ -218,16 +216,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     MAX_QUEUED_SPANS,
     MAX_BATCH_SPANS,
-    Option(
-        "--sqlite-resident-bytes",
-        "sqlite_resident_bytes",
-        "SQLite: keep up to this much of the random-keyed indexes (trace ids, conversation "
-        "ids) mapped in memory, so that idle pages are not read back from disk; 0: off",
-        parse=whole_number,
-        default=DEFAULT_SQLITE_RESIDENT_BYTES,
-        metavar="N",
-        shown_default="268435456 (256 MiB)",
-    ),
     _count(
         "--max-concurrent-requests",
         "max_concurrent_requests",
@@ -317,7 +305,6 @@ class Settings:
     max_queued_spans: int = DEFAULT_MAX_QUEUED_SPANS
     max_batch_spans: int = DEFAULT_MAX_BATCH_SPANS
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
-    sqlite_resident_bytes: int = DEFAULT_SQLITE_RESIDENT_BYTES
     retry_after_s: float = DEFAULT_RETRY_AFTER
     shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE
     log_level: str = "INFO"

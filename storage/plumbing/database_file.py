@@ -1,15 +1,11 @@
 """Questions about the database file itself: SQLite's size and free pages, its write-ahead
-log, where each index's pages lie. PostgreSQL keeps its files to itself (None or 0 there), apart
-from the size of the span tables.
+log. PostgreSQL keeps its files to itself (None or 0 there), apart from the size of the span
+tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 from sqlalchemy import Connection
-from sqlalchemy.exc import OperationalError
 
 from toolscore.storage.plumbing.dialect import take_write_lock
 
@@ -71,40 +67,3 @@ def checkpoint_wal(conn: Connection, *, truncate: bool = False) -> tuple[int, in
     finally:
         conn.exec_driver_sql(f"PRAGMA busy_timeout={int(was)}")
     return max(0, int(log)), max(0, int(copied))  # -1 when the file is not in WAL mode
-
-
-class NoPageList(RuntimeError):
-    """SQLite was built without the ``dbstat`` table, which lists each index's pages."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexPages:
-    """Where the pages of some indexes lie in a SQLite database file."""
-
-    path: str  # the database file
-    page_size: int
-    pages: tuple[int, ...]  # page numbers (the first page is 1), index by index in the order asked
-
-
-def index_pages(conn: Connection, names: Sequence[str]) -> IndexPages | None:
-    """The pages of the indexes ``names`` (those that exist) in SQLite's file, read from the
-    ``dbstat`` table (every page of each index is read); None on PostgreSQL and for a database
-    in memory; raises :class:`NoPageList` where SQLite was built without ``dbstat``."""
-    if conn.dialect.name != "sqlite":
-        return None
-    path = next(
-        (str(f) for _, n, f in conn.exec_driver_sql("PRAGMA database_list") if n == "main"), ""
-    )
-    if not path:
-        return None
-    pages: list[int] = []
-    try:
-        for name in names:
-            rows = conn.exec_driver_sql("SELECT pageno FROM dbstat WHERE name = ?", (name,))
-            pages += (int(p) for (p,) in rows)
-    except OperationalError as exc:
-        if "dbstat" in str(exc):
-            raise NoPageList("this SQLite was built without the dbstat table") from exc
-        raise
-    page_size = int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
-    return IndexPages(path, page_size, tuple(pages))

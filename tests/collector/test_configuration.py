@@ -155,17 +155,6 @@ ROWS = [
         bad="1.5",
     ),
     Row(
-        "--sqlite-resident-bytes",
-        "TOOLSCORE_SQLITE_RESIDENT_BYTES",
-        "0",
-        "1_048_576",
-        lambda c: c.settings.sqlite_resident_bytes,
-        0,
-        1048576,
-        256 * 1024 * 1024,
-        bad="-1",
-    ),
-    Row(
         "--max-queued-spans",
         "TOOLSCORE_MAX_QUEUED_SPANS",
         "30000",
