@@ -37,9 +37,9 @@ from toolscore.collector.reconstruction.conventions import (
 from toolscore.collector.reconstruction.conventions.capture import capture_hint
 from toolscore.collector.reconstruction.conventions.definitions import parameter_names
 from toolscore.collector.reconstruction.conventions.unrecognised import unrecognised_warning
+from toolscore.collector.reconstruction.sample import sample_messages
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
 from toolscore.collector.reconstruction.tool_runs import attach, decode_call, insert_orphans
-from toolscore.collector.reconstruction.transcript import Call as _Call
 from toolscore.collector.reconstruction.transcript import Canon as _Canon
 from toolscore.collector.reconstruction.transcript import Transcript as _Transcript
 from toolscore.collector.reconstruction.transcript import drop_control_calls
@@ -143,42 +143,6 @@ def _output_shape(exchange: Exchange, canon: _Canon) -> tuple[Any, ...]:
     )
 
 
-def _messages(transcript: _Transcript, decoded: dict[int, DecodedArgs]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    pending: list[_Call] = []
-
-    def flush() -> None:
-        for call in pending:
-            if call.execution is not None and call.execution.result is not None:
-                out.append({"type": "tool", "content": call.execution.result})
-        pending.clear()
-
-    for entry in transcript.entries:
-        if entry.role == "tool":
-            match = next(
-                (c for c in pending if c.call_id and c.call_id == entry.tool_call_id), None
-            )
-            if match is None and pending and not entry.tool_call_id:
-                match = pending[0]
-            if match is not None:
-                pending.remove(match)
-            out.append({"type": "tool", "content": entry.content})
-            continue
-        flush()
-        if entry.role == "user":
-            out.append({"type": "human", "content": entry.content})
-        elif entry.role == "assistant":
-            message: dict[str, Any] = {"type": "ai", "content": entry.content}
-            if entry.calls:
-                message["tool_calls"] = [
-                    {"name": c.name, "args": decoded[id(c)].arguments or {}} for c in entry.calls
-                ]
-                pending.extend(c for c in entry.calls if c.call_id not in transcript.result_ids)
-            out.append(message)
-    flush()
-    return out
-
-
 def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | None:
     mine = [s for s in spans if s.trace_id == last_trace]
     ids = {s.span_id for s in mine}
@@ -275,7 +239,7 @@ def _reconstruct(
     drop_control_calls(transcript.entries, control_calls)
 
     calls, decoded_by_call = _calls(transcript, spans, warnings)
-    messages = _messages(transcript, decoded_by_call)
+    messages = sample_messages(transcript, decoded_by_call, warnings)
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None
     )

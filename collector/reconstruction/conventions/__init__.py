@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 
 from toolscore.collector.reconstruction.control_calls import (
@@ -170,11 +171,21 @@ def extract_observations(
                 )
             break
     if logs:
+        starts = {span.span_id: span.start_ns for span in spans}
         for convention in registry:
             try:
-                observations.extend(convention.extract_logs(logs))
+                found = convention.extract_logs(logs)
+                observations.extend(_at_span_start(o, starts) for o in found)
             except Exception as exc:
                 warnings.append(
                     f"{convention.name}: could not read log records: {type(exc).__name__}: {exc}"
                 )
     return observations, warnings
+
+
+def _at_span_start(observation: Observation, starts: dict[str, int]) -> Observation:
+    """A model call read from log records sits where its span starts, when the span is known:
+    the records' own times (a coarse or missing clock, a late batch) never move it."""
+    if isinstance(observation, Exchange) and observation.span_id in starts:
+        return replace(observation, sort_ns=starts[observation.span_id])
+    return observation

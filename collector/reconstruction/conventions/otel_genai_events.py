@@ -34,6 +34,9 @@ INPUT_EVENTS: Mapping[str, str] = {
 }
 CHOICE = "gen_ai.choice"
 EVENT_NAMES = frozenset({*INPUT_EVENTS, CHOICE})
+# The message's position in the request, where an instrumentation records it (Semantic Kernel's
+# model diagnostics): the order then owes nothing to timestamps or arrival.
+INDEX_KEYS = ("CHAT_MESSAGE_INDEX",)
 
 
 def event_name_of(log: LogRecordData) -> str:
@@ -74,7 +77,9 @@ def message_from_event(name: str, body: Mapping[str, Any]) -> Message | None:
     if role == "assistant":
         return Message(role, content, tool_calls_of(body.get("tool_calls")))
     if role == "tool":
-        return Message(role, content, tool_call_id=opt_str(body.get("id")))
+        # the spec says ``id``; Semantic Kernel writes the OpenAI message's ``tool_call_id``
+        call_id = opt_str(body.get("id")) or opt_str(body.get("tool_call_id"))
+        return Message(role, content, tool_call_id=call_id)
     return Message(role, content)
 
 
@@ -134,22 +139,50 @@ class OtelGenAIEvents:
         ]
 
     def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:
-        groups: dict[tuple[str, str | None], list[LogRecordData]] = defaultdict(list)
-        for log in logs:
+        groups: dict[tuple[str, str | None], list[tuple[int, LogRecordData]]] = defaultdict(list)
+        for arrival, log in enumerate(logs):
             if log.trace_id and event_name_of(log) in EVENT_NAMES:
-                groups[(log.trace_id, log.span_id)].append(log)
+                groups[(log.trace_id, log.span_id)].append((arrival, log))
         out: list[Observation] = []
         for (trace_id, span_id), group in groups.items():
-            # stable sort: records of one request share a timestamp; keep arrival order then
-            group.sort(key=lambda log: log.time_ns)
-            events = [(event_name_of(log), log.time_ns, _body(log.body)) for log in group]
+            ordered = request_order(group)
+            events = [(event_name_of(log), log.time_ns, _body(log.body)) for log in ordered]
             out.append(
                 exchange_from_events(
                     events,
                     convention=self.name,
                     trace_id=trace_id,
                     span_id=span_id,
-                    sort_ns=group[0].time_ns,
+                    # the rebuild places it at its span's start when the span is known
+                    sort_ns=min(log.time_ns for log in ordered),
                 )
             )
         return out
+
+
+def message_index(log: LogRecordData) -> int | None:
+    for key in INDEX_KEYS:
+        value = log.attributes.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def request_order(group: Sequence[tuple[int, LogRecordData]]) -> list[LogRecordData]:
+    """One model call's records in the order of its request: the history first (by the index
+    the instrumentation gave each message when every message has one, else by time, then
+    arrival), then what the model produced. Neither the records' timestamps (equal, or zero,
+    from a coarse clock) nor how they were split across requests can reorder a call's messages
+    or put an output before its history."""
+    inputs = [(a, log) for a, log in group if event_name_of(log) != CHOICE]
+    indexed = all(message_index(log) is not None for _a, log in inputs)
+
+    def input_key(item: tuple[int, LogRecordData]) -> tuple[int, int, int]:
+        arrival, log = item
+        index = message_index(log) if indexed else None
+        return (index if index is not None else log.time_ns, log.time_ns, arrival)
+
+    outputs = [(a, log) for a, log in group if event_name_of(log) == CHOICE]
+    return [log for _a, log in sorted(inputs, key=input_key)] + [
+        log for _a, log in sorted(outputs, key=lambda item: (item[1].time_ns, item[0]))
+    ]
