@@ -2,8 +2,9 @@
 
 ``serve_options()`` lists every ``serve`` flag (the parser, docs/configuration.md and
 ``tests/collector/test_configuration.py`` are checked against it); ``load_serve_config``
-resolves them (flags > environment > defaults) into the frozen :class:`ServeConfig` that is
-passed down. Adding a flag: docs/architecture.md, "Configuration".
+resolves them (flags > environment > the ``serve:`` section of the ``--config`` file >
+defaults) into the frozen :class:`ServeConfig` that is passed down. Adding a flag:
+docs/architecture.md, "Configuration".
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscore.collector.configuration import Option
-from toolscore.collector.settings import OPTIONS, Settings
+from toolscore.collector.configuration import FileSection, Option, read_section, resolve_one
+from toolscore.collector.settings import CONFIG, OPTIONS, Settings
+
+SECTION = "serve"  # the configuration file's section of server options
 
 if TYPE_CHECKING:
     from toolscore.collector.export.settings import ExportSettings
@@ -34,15 +37,30 @@ class ServeConfig:
 
 
 def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
-    """Every ``serve`` option (flags > ``environ`` > defaults); raises ConfigError."""
+    """Every ``serve`` option (flags > ``environ`` > file > defaults); raises ConfigError."""
     from toolscore.collector.export.options import settings_from
     from toolscore.collector.pipeline.options import options_from
     from toolscore.collector.upkeep.retention_runner import options_from as retention_from
 
-    settings = Settings.from_args(args, environ)
-    pipeline = options_from(args, environ)
-    export, thresholds = settings_from(args, environ)
-    return ServeConfig(settings, pipeline, export, thresholds, retention_from(args, environ))
+    file = serve_section(args, environ)
+    settings = Settings.from_args(args, environ, file)
+    pipeline = options_from(args, environ, file)
+    export, thresholds = settings_from(args, environ, file)
+    retention = retention_from(args, environ, file)
+    return ServeConfig(settings, pipeline, export, thresholds, retention)
+
+
+def serve_section(
+    args: argparse.Namespace | None, environ: Mapping[str, str]
+) -> FileSection | None:
+    """The ``serve:`` section of the file named by ``--config`` / ``TOOLSCORE_CONFIG`` (which
+    the file itself cannot set), read once; None without a file."""
+    path = resolve_one(CONFIG, args, environ)
+    if path is None:
+        return None
+    if not path.is_file():
+        raise CONFIG.error(f"no such file {path}")
+    return read_section(path, SECTION, (o for o in serve_options() if o is not CONFIG))
 
 
 def serve_options() -> tuple[Option, ...]:

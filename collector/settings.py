@@ -1,5 +1,6 @@
 """Settings of ``toolscore serve``'s receiver and storage: declared in :data:`OPTIONS`, read once
-(flags > environment > defaults, by :mod:`toolscore.collector.configuration`), validated, frozen.
+(flags > environment > configuration file > defaults, by
+:mod:`toolscore.collector.configuration`), validated, frozen.
 
 Every flag, its variable and its default are listed in docs/configuration.md (a test compares
 them with :data:`OPTIONS`). Invalid values raise :class:`ConfigError` naming the flag and the
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from toolscore.collector.configuration import (
     ConfigError,
+    FileSection,
     Option,
     choice,
     one_word,
@@ -322,9 +324,14 @@ class Settings:
         return self.tls_cert is not None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace | None, environ: Mapping[str, str]) -> Settings:
-        """Build from parsed ``serve`` flags, falling back to ``environ``, then defaults."""
-        settings = cls(**resolve(OPTIONS, args, environ))
+    def from_args(
+        cls,
+        args: argparse.Namespace | None,
+        environ: Mapping[str, str],
+        file: FileSection | None = None,
+    ) -> Settings:
+        """Build from parsed ``serve`` flags, else ``environ``, else ``file``, else defaults."""
+        settings = cls(**resolve(OPTIONS, args, environ, file))
         settings.validate()
         return settings
 

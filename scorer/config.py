@@ -13,7 +13,9 @@ metrics:
 ```
 
 Every error names the offending path, e.g.
-``metrics.accuracy_fuzzy.tools.search.args.query: unknown comparator 'normalised'``.
+``metrics.accuracy_fuzzy.tools.search.args.query: unknown comparator 'normalised'``. The same
+file may hold a ``serve:`` section, the server's options (docs/configuration.md), which the
+scorer leaves alone; a file with only that section scores with the built-in instances.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
 from toolscore.scorer.nesting import NestingError, check_calls
 
 METRIC_TYPES = ("tool_call_accuracy", "tool_call_f1")
+#: Top-level sections of the file that belong to others (``toolscore serve``'s options).
+OTHER_SECTIONS = ("serve",)
 #: Keys of an output line; an instance may not be named like them.
 RESERVED_NAMES = frozenset({"id", "details", "errors", "error"})
 
@@ -190,12 +194,18 @@ def _instance(name: str, raw: object, path: str) -> MetricInstance:
     return MetricInstance(name, ToolCallAccuracy(order, length_mismatch, policy, duplicates))
 
 
-def parse_config(mapping: object, *, other_sections: Collection[str] = ()) -> ScoringConfig:
-    """Validate a decoded configuration. ``other_sections`` are top-level keys left to others."""
+def parse_config(
+    mapping: object, *, other_sections: Collection[str] = OTHER_SECTIONS
+) -> ScoringConfig:
+    """Validate a decoded configuration. ``other_sections`` are top-level keys left to others;
+    a file holding only those scores with the built-in instances."""
     root = _mapping(mapping, "(config)")
     for key in root:
         if key != "metrics" and key not in other_sections:
-            raise ConfigError(f"{key}: unknown top-level key (expected 'metrics')")
+            expected = ", ".join(repr(k) for k in ("metrics", *other_sections))
+            raise ConfigError(f"{key}: unknown top-level key (expected {expected})")
+    if "metrics" not in root and root:
+        return default_config()
     if "metrics" not in root:
         raise ConfigError("metrics: missing (a mapping of metric instance names to settings)")
     metrics = _mapping(root["metrics"], "metrics")
@@ -210,7 +220,9 @@ def parse_config(mapping: object, *, other_sections: Collection[str] = ()) -> Sc
     return ScoringConfig(instances)
 
 
-def load_config(path: str | Path, *, other_sections: Collection[str] = ()) -> ScoringConfig:
+def load_config(
+    path: str | Path, *, other_sections: Collection[str] = OTHER_SECTIONS
+) -> ScoringConfig:
     """Read a YAML (or ``.json``) file and :func:`parse_config` it; errors name the file."""
     path = Path(path)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from toolscore.collector.configuration import add_options, resolve
+from toolscore.collector.configuration import FileSection, add_options, resolve
 from toolscore.collector.export.settings import OPTIONS, ExportSettings, resolve_export_settings
 
 
@@ -19,13 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(
-    args: argparse.Namespace | None, environ: Mapping[str, str]
+    args: argparse.Namespace | None, environ: Mapping[str, str], file: FileSection | None = None
 ) -> tuple[ExportSettings | None, dict[str, float]]:
     """The write-back settings (``None`` when it is off) and the ``--pass-threshold`` values.
 
     Raises ``ConfigError`` naming the bad flag and variable.
     """
-    values = resolve(OPTIONS, args, environ)
+    values = resolve(OPTIONS, args, environ, file)
     thresholds = dict(values.pop("thresholds") or ())
     if values.pop("disabled"):
         return None, thresholds

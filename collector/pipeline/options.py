@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from toolscore.collector.configuration import (
+    FileSection,
     Option,
     add_options,
     choice,
@@ -194,9 +195,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, OPTIONS)
 
 
-def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> PipelineOptions:
-    """Flags beat environment variables beat defaults; raises ConfigError."""
-    values = resolve(OPTIONS, args, environ)
+def options_from(
+    args: argparse.Namespace | None, environ: Mapping[str, str], file: FileSection | None = None
+) -> PipelineOptions:
+    """Flags beat environment variables beat ``file`` beats defaults; raises ConfigError."""
+    values = resolve(OPTIONS, args, environ, file)
     keys = tuple(key for key in values["conversation_keys"] or () if key)
     values.update(conversation_keys=keys or None, reference_key=values["reference_key"] or None)
     values["control_calls"] = _with_alias(

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from toolscore.collector.configuration import ConfigError, Option, positive_seconds, resolve
+from toolscore.collector.configuration import (
+    ConfigError,
+    FileSection,
+    Option,
+    positive_seconds,
+    resolve,
+)
 from toolscore.storage.retention.conversation_pruning import HistoryResult, prune_history
 from toolscore.storage.retention.span_pruning import PruneLimits, PruneResult, prune
 from toolscore.storage.telemetry.partitions import create_ahead
@@ -283,9 +289,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def options_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> RetentionOptions:
-    """Flags > environment > defaults; raises ConfigError naming the flag and variable."""
-    options = RetentionOptions(**resolve(OPTIONS, args, environ))
+def options_from(
+    args: argparse.Namespace | None, environ: Mapping[str, str], file: FileSection | None = None
+) -> RetentionOptions:
+    """Flags > environment > ``file`` > defaults; raises ConfigError naming the flag and source."""
+    options = RetentionOptions(**resolve(OPTIONS, args, environ, file))
     names = (OPTIONS[0].names(), OPTIONS[1].names())
     if problem := history_too_short(options.retention_s, options.history_s, *names):
         raise ConfigError(problem)
