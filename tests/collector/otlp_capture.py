@@ -75,7 +75,7 @@ class OtlpCapture:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                raw = self._body()
                 body = _inflate(raw, self.headers.get("content-encoding", ""))
                 content_type = self.headers.get("content-type", "").split(";")[0].strip()
                 signal = SIGNALS.get(self.path)
@@ -89,6 +89,16 @@ class OtlpCapture:
                 self.send_header("content-length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
+
+            def _body(self) -> bytes:
+                if self.headers.get("transfer-encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("content-length", 0)))
+                chunks = []
+                while size := int(self.rfile.readline().split(b";")[0].strip(), 16):
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()  # the CRLF after each chunk
+                self.rfile.readline()  # the CRLF after the last (empty) chunk
+                return b"".join(chunks)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
