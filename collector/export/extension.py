@@ -24,9 +24,9 @@ def export_extension(
             components.append(ThresholdWriter(ctx.engine, thresholds))
         if settings is None:  # said on the start-up line: "write-back off"
             return Extension(components=components)
-        on = (
-            f"write-back on: evaluations to {settings.traces_endpoint} and "
-            f"{settings.logs_endpoint} ({settings.protocol})"
+        on = "write-back on: " + ", ".join(
+            f"{signal} to {settings.endpoint_of(signal)} ({settings.protocol_of(signal)})"
+            for signal in settings.signals
         )
         counter = Counter(
             "toolscore_export_evaluations",
@@ -35,9 +35,21 @@ def export_extension(
             registry=ctx.metrics.registry,
         )
 
+        skipped = Counter(
+            "toolscore_export_skipped",
+            "Evaluations not sent on a signal because the target does not implement it "
+            "(e.g. Phoenix and OTLP logs), by signal.",
+            ["signal"],
+            registry=ctx.metrics.registry,
+        )
+        for signal in settings.signals:
+            skipped.labels(signal)
+
         def observe(result: PassResult) -> None:
             counter.labels("exported").inc(result.exported)
             counter.labels("failed").inc(result.failed)
+            for signal, count in result.skipped.items():
+                skipped.labels(signal).inc(count)
 
         worker = build_export_worker(ctx.engine, settings, version=version or _version())
         worker.on_pass = observe

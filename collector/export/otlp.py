@@ -5,8 +5,12 @@ SDK's OTLP exporters' ``export()`` directly: its result tells us whether the sin
 the batch, which the outbox needs (a ``BatchSpanProcessor`` drops on failure and cannot tell).
 
 Each evaluation span is a child of the conversation's root span (a non-recording parent carrying
-the trace id and ``root_span_id``). Its span id is derived from the evaluation id, so a resend
-after a lost acknowledgement carries the same ids and backends can de-duplicate it.
+the trace id and ``root_span_id``), placed at the root span's end with no duration so that a
+backend deriving a trace's latency from its spans (Phoenix) shows the agent's own; it is marked
+``openinference.span.kind=EVALUATOR`` and its resource carries the evaluated trace's
+``openinference.project.name``, so a backend that files traces by project keeps the trace where the
+agent's spans put it. Its span id hashes the database's instance id with the evaluation id: a
+resend after a lost acknowledgement carries the same id, another database never does.
 """
 
 from __future__ import annotations
@@ -68,9 +72,16 @@ class EmitResult:
     error: str | None = None
 
 
-def evaluation_span_id(evaluation_id: int) -> int:
-    """A stable, non-zero 64-bit span id for an evaluation row."""
-    digest = hashlib.sha256(f"toolscore.evaluation:{evaluation_id}".encode()).digest()
+# OpenInference: what Phoenix and other OpenInference readers look at.
+ATTR_SPAN_KIND = "openinference.span.kind"
+SPAN_KIND_EVALUATOR = "EVALUATOR"
+ATTR_PROJECT_NAME = "openinference.project.name"
+
+
+def evaluation_span_id(instance_id: str, evaluation_id: int) -> int:
+    """A stable, non-zero 64-bit span id for an evaluation row of the database ``instance_id``."""
+    key = f"toolscore.evaluation:{instance_id}:{evaluation_id}"
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") or 1
 
 
@@ -165,18 +176,18 @@ class EvaluationEmitter:
         *,
         version: str = "0",
         thresholds: Mapping[str, float] | None = None,
+        instance_id: str = "",
     ) -> None:
         self._span_exporter = span_exporter
         self._log_exporter = log_exporter
         self.thresholds: Mapping[str, float] = dict(thresholds or {})
+        self.instance_id = instance_id  # the database's (export_pass sets it before sending)
+        self._version = version
         resource = build_resource(version)
         self._ids = _NextIds()
         self._spans = _CollectSpans()
-        self._tracer_provider = TracerProvider(
-            resource=resource, id_generator=self._ids, sampler=ALWAYS_ON
-        )
-        self._tracer_provider.add_span_processor(self._spans)
-        self._tracer = self._tracer_provider.get_tracer(TOOLSCORE_SCOPE_NAME, version)
+        # one provider per project name of the evaluated traces (a resource attribute)
+        self._tracer_providers: dict[str | None, TracerProvider] = {}
         self._logs = _CollectLogs()
         self._logger_provider = LoggerProvider(resource=resource)
         self._logger_provider.add_log_record_processor(self._logs)
@@ -208,6 +219,20 @@ class EvaluationEmitter:
         )
         return attrs
 
+    def _tracer(self, project: str | None) -> trace_api.Tracer:
+        provider = self._tracer_providers.get(project)
+        if provider is None:
+            resource = build_resource(self._version)
+            if project:
+                resource = resource.merge(Resource({ATTR_PROJECT_NAME: project}))
+            provider = TracerProvider(resource=resource, id_generator=self._ids, sampler=ALWAYS_ON)
+            provider.add_span_processor(self._spans)
+            self._tracer_providers[project] = provider
+        return provider.get_tracer(TOOLSCORE_SCOPE_NAME, self._version)
+
+    def span_id(self, item: ExportItem) -> int:
+        return evaluation_span_id(self.instance_id, item.evaluation_id)
+
     def build_spans(self, items: Sequence[ExportItem]) -> list[ReadableSpan]:
         """The evaluation spans of ``items`` (ended, not yet exported)."""
         self._spans.take()
@@ -216,17 +241,19 @@ class EvaluationEmitter:
             if trace_id is None:
                 continue  # no valid trace to attach to; the log record still carries the result
             root = _int_id(item.root_span_id, 64)
-            self._ids.set(trace_id, evaluation_span_id(item.evaluation_id))
+            self._ids.set(trace_id, self.span_id(item))
             context = None
             if root is not None:
                 parent = SpanContext(trace_id, root, is_remote=True, trace_flags=TraceFlags(1))
                 context = trace_api.set_span_in_context(NonRecordingSpan(parent))
-            when = _ns(item)
-            span = self._tracer.start_span(
+            # at the evaluated root's end: inside the trace's time range, not stretching it
+            when = item.bounds_ns[1] if item.bounds_ns else _ns(item)
+            project = (item.resource or {}).get(ATTR_PROJECT_NAME)
+            span = self._tracer(project if isinstance(project, str) else None).start_span(
                 span_name(item.metric),
                 context=context,
                 kind=SpanKind.INTERNAL,
-                attributes=self._attributes(item),
+                attributes={**self._attributes(item), ATTR_SPAN_KIND: SPAN_KIND_EVALUATOR},
                 start_time=when,
             )
             span.end(end_time=when)
@@ -241,7 +268,7 @@ class EvaluationEmitter:
             trace_id = _int_id(item.trace_id, 128)
             span_id = _int_id(item.root_span_id, 64)
             if trace_id is not None and span_id is None:
-                span_id = evaluation_span_id(item.evaluation_id)  # our span is in that trace
+                span_id = self.span_id(item)  # our span is in that trace
             context = None
             if trace_id is not None and span_id is not None:
                 parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(1))
@@ -287,7 +314,8 @@ class EvaluationEmitter:
         for exporter in (self._span_exporter, self._log_exporter):
             with contextlib.suppress(Exception):  # best effort at exit
                 exporter.shutdown()
-        self._tracer_provider.shutdown()
+        for provider in self._tracer_providers.values():
+            provider.shutdown()
         self._logger_provider.shutdown()
 
 
@@ -295,39 +323,61 @@ def _ns(item: ExportItem) -> int:
     return int(item.created_at.timestamp() * 1_000_000_000)
 
 
-def create_exporters(settings: ExportSettings) -> tuple[SpanSink, LogSink]:
-    """The SDK's OTLP span and log exporters for ``settings`` (grpc or http/protobuf)."""
-    if settings.protocol == PROTOCOL_GRPC:
-        import grpc
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
-            OTLPLogExporter as GrpcLogExporter,
-        )
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
-        )
+class _Unused:
+    """The exporter of a signal that is not sent (``--export-signals``): never called."""
 
-        compression = (
-            grpc.Compression.Gzip
-            if settings.compression == "gzip"
-            else (grpc.Compression.NoCompression)
-        )
-        credentials = None
-        if settings.certificate_file:
-            with open(settings.certificate_file, "rb") as f:
-                credentials = grpc.ssl_channel_credentials(f.read())
-        common: dict[str, Any] = {
-            "insecure": settings.insecure,
-            "credentials": credentials,
-            "headers": settings.headers,
-            "timeout": settings.timeout_s,
-            "compression": compression,
-        }
-        return (
-            GrpcSpanExporter(endpoint=settings.traces_endpoint, **common),
-            GrpcLogExporter(
-                endpoint=settings.logs_endpoint, **{**common, "headers": settings.logs_headers}
-            ),
-        )
+    def export(self, batch: Sequence[Any]) -> Any:
+        raise RuntimeError("this signal is not exported")
+
+    def shutdown(self) -> None:
+        return None
+
+
+def create_exporters(settings: ExportSettings) -> tuple[SpanSink, LogSink]:
+    """The SDK's OTLP span and log exporters for ``settings`` (grpc or http/protobuf per signal)."""
+    sinks: dict[str, Any] = {}
+    for signal in ("traces", "logs"):
+        if signal not in settings.signals:
+            sinks[signal] = _Unused()
+        elif settings.protocol_of(signal) == PROTOCOL_GRPC:
+            sinks[signal] = _grpc_exporter(settings, signal)
+        else:
+            sinks[signal] = _http_exporter(settings, signal)
+    return sinks["traces"], sinks["logs"]
+
+
+def _headers(settings: ExportSettings, signal: str) -> tuple[tuple[str, str], ...]:
+    return settings.logs_headers if signal == "logs" else settings.headers
+
+
+def _grpc_exporter(settings: ExportSettings, signal: str) -> Any:
+    import grpc
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+        OTLPLogExporter as GrpcLogExporter,
+    )
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpanExporter,
+    )
+
+    compression = (
+        grpc.Compression.Gzip if settings.compression == "gzip" else grpc.Compression.NoCompression
+    )
+    credentials = None
+    if settings.certificate_file:
+        with open(settings.certificate_file, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(f.read())
+    exporter = GrpcLogExporter if signal == "logs" else GrpcSpanExporter
+    return exporter(
+        endpoint=settings.endpoint_of(signal),
+        insecure=settings.insecure,
+        credentials=credentials,
+        headers=_headers(settings, signal),
+        timeout=settings.timeout_s,
+        compression=compression,
+    )
+
+
+def _http_exporter(settings: ExportSettings, signal: str) -> Any:
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http._log_exporter import (
         OTLPLogExporter as HttpLogExporter,
@@ -336,18 +386,13 @@ def create_exporters(settings: ExportSettings) -> tuple[SpanSink, LogSink]:
         OTLPSpanExporter as HttpSpanExporter,
     )
 
-    http_common: dict[str, Any] = {
-        "headers": dict(settings.headers),
-        "timeout": settings.timeout_s,
-        "compression": Compression.Gzip
+    exporter = HttpLogExporter if signal == "logs" else HttpSpanExporter
+    return exporter(
+        endpoint=settings.endpoint_of(signal),
+        headers=dict(_headers(settings, signal)),
+        timeout=settings.timeout_s,
+        compression=Compression.Gzip
         if settings.compression == "gzip"
-        else (Compression.NoCompression),
-        "certificate_file": settings.certificate_file,
-    }
-    return (
-        HttpSpanExporter(endpoint=settings.traces_endpoint, **http_common),
-        HttpLogExporter(
-            endpoint=settings.logs_endpoint,
-            **{**http_common, "headers": dict(settings.logs_headers)},
-        ),
+        else Compression.NoCompression,
+        certificate_file=settings.certificate_file,
     )

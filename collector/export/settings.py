@@ -1,10 +1,13 @@
 """Write-back configuration: flags first, then the standard ``OTEL_EXPORTER_OTLP_*`` variables.
 
 The environment is passed in (``resolve_export_settings(..., environ=os.environ)`` by ``serve``)
-and read once at start-up, never at import. Variables honoured, as the OTLP exporter spec defines
-them: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (base URL; for http/protobuf ``/v1/traces`` and ``/v1/logs``
-are appended), ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``..._LOGS_ENDPOINT`` (used as is),
-``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` | ``http/protobuf``), ``OTEL_EXPORTER_OTLP_HEADERS``
+and read once at start-up, never at import. The write-back is on only when toolscore's own
+``--export-endpoint`` (or ``--export-traces-endpoint`` / ``--export-logs-endpoint``, or their
+``TOOLSCORE_EXPORT_*`` variables) names a target; then these variables refine it, as the OTLP
+exporter spec defines them: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``..._LOGS_ENDPOINT`` (used
+as is, no path appended; each wins over the base URL for its signal),
+``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` | ``http/protobuf``) and the per-signal
+``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``..._LOGS_PROTOCOL``, ``OTEL_EXPORTER_OTLP_HEADERS``
 (``k=v,k2=v2``, values URL-encoded) and the per-signal ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` /
 ``..._LOGS_HEADERS`` (each replaces the generic list for its signal, as the spec says),
 ``OTEL_EXPORTER_OTLP_COMPRESSION`` (``gzip`` | ``none``),
@@ -20,11 +23,9 @@ file, then the environment. Header values never appear in an error message or a 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import unquote, urlparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlparse
 
 from toolscore.collector.configuration import (
     ConfigError,
@@ -34,28 +35,32 @@ from toolscore.collector.configuration import (
     positive_seconds,
     resolve_one,
 )
+from toolscore.collector.export.headers import (
+    Headers,
+    header_item,
+    merge_headers,
+    parse_headers,
+    read_headers_file,
+)
 
 PROTOCOL_GRPC = "grpc"
 PROTOCOL_HTTP = "http/protobuf"
 PROTOCOLS = (PROTOCOL_GRPC, PROTOCOL_HTTP)
+SIGNALS = ("traces", "logs")
 COMPRESSIONS = ("gzip", "none")
 DEFAULT_GRPC_ENDPOINT = "http://localhost:4317"
 DEFAULT_HTTP_ENDPOINT = "http://localhost:4318"
-ENV_HEADERS_FILE = "TOOLSCORE_EXPORT_HEADERS_FILE"
-MAX_HEADERS_FILE_BYTES = 64 * 1024
-
-Headers = tuple[tuple[str, str], ...]
-_HEADER_KEY = re.compile(r"^[a-z0-9!#$%&'*+.^_`|~-]+$")  # an HTTP token, lower-cased
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
 class ExportSettings:
     """Where and how evaluations are written back, and the outbox worker's pacing."""
 
-    protocol: str
+    protocol: str  # of the trace export
     traces_endpoint: str  # grpc: host:port URL; http/protobuf: full URL of /v1/traces
     logs_endpoint: str
+    signals: tuple[str, ...] = SIGNALS  # what is sent: traces (spans), logs (events)
+    logs_protocol: str = ""  # "": as ``protocol``
     headers: Headers = field(default=(), repr=False)  # of the trace export (secret values)
     logs_headers: Headers = field(default=(), repr=False)  # of the log export
     compression: str = "none"
@@ -69,77 +74,15 @@ class ExportSettings:
     lease_s: float = 120.0  # a claimed row is retried after this if the process died
     thresholds: Mapping[str, float] = field(default_factory=dict)
 
+    def protocol_of(self, signal: str) -> str:
+        return (self.logs_protocol or self.protocol) if signal == "logs" else self.protocol
+
+    def endpoint_of(self, signal: str) -> str:
+        return self.logs_endpoint if signal == "logs" else self.traces_endpoint
+
     def backoff_s(self, attempts: int) -> float:
         """Delay before attempt ``attempts + 1``: doubling from the initial delay, capped."""
         return min(self.max_backoff_s, self.initial_backoff_s * math.pow(2, max(0, attempts)))
-
-
-def parse_headers(text: str, source: str = "OTEL_EXPORTER_OTLP_HEADERS") -> Headers:
-    """``k=v,k2=v2`` (OTLP header list, URL-encoded values) as pairs; keys are lower-cased.
-
-    ``source`` names the flag or variable in errors, which never show a value.
-    """
-    pairs: list[tuple[str, str]] = []
-    for n, item in enumerate(text.split(","), start=1):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        where = f"{source}, item {n}"
-        pairs.append(_header(unquote(key.strip()), unquote(value.strip()), sep, where))
-    return tuple(pairs)
-
-
-def _header(key: str, value: str, sep: str, where: str) -> tuple[str, str]:
-    """A validated (lower-cased key, value); errors name the key at most, never the value."""
-    key = key.lower()
-    if not sep or not key:
-        raise ConfigError(f"invalid OTLP header ({where}): expected key=value")
-    if not _HEADER_KEY.match(key):
-        raise ConfigError(
-            f"invalid OTLP header ({where}): the key must be a header name (letters, digits, -)"
-        )
-    if _CONTROL.search(value):
-        raise ConfigError(
-            f"invalid OTLP header {key!r} ({where}): the value holds control characters"
-        )
-    return key, value
-
-
-def read_headers_file(path: str | Path) -> Headers:
-    """Headers from a file of ``key=value`` lines (blank lines and ``# comments`` skipped).
-
-    Values are taken literally (no URL decoding), trimmed; keys are lower-cased.
-    """
-    where = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_HEADERS_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"export headers file {where}: {exc.strerror}") from None
-    if len(data) > MAX_HEADERS_FILE_BYTES:
-        raise ConfigError(f"export headers file {where}: larger than 64 KiB")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(f"export headers file {where}: not UTF-8 text") from None
-    pairs: list[tuple[str, str]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        pairs.append(_header(key.strip(), value.strip(), sep, f"{where}:{n}"))
-    return tuple(pairs)
-
-
-def merge_headers(*layers: Iterable[tuple[str, str]]) -> Headers:
-    """Later layers win per key (first position kept); repeats within one layer are kept."""
-    merged: dict[str, list[str]] = {}
-    for layer in layers:
-        this: dict[str, list[str]] = {}
-        for key, value in layer:
-            this.setdefault(key, []).append(value)
-        merged.update(this)
-    return tuple((key, value) for key, values in merged.items() for value in values)
 
 
 def _signal_url(base: str, signal: str) -> str:
@@ -198,16 +141,43 @@ TIMEOUT = Option(
 )
 
 
-def _header_item(text: str) -> tuple[str, str]:
-    """One ``key=value`` header (URL-encoded, as in ``OTEL_EXPORTER_OTLP_HEADERS``)."""
-    key, sep, value = text.partition("=")
-    key = unquote(key.strip()).lower()
-    if not sep or not _HEADER_KEY.match(key):
-        raise ValueError("expected KEY=VALUE with KEY a header name (letters, digits, -)")
-    value = unquote(value.strip())
-    if _CONTROL.search(value):
-        raise ValueError(f"the value of header {key!r} holds control characters")
-    return key, value
+def _signals(text: str) -> tuple[str, ...]:
+    items = tuple(dict.fromkeys(item.strip() for item in text.split(",") if item.strip()))
+    if not items or any(item not in SIGNALS for item in items):
+        raise ValueError("expected traces, logs or traces,logs")
+    return items
+
+
+SIGNALS_OPTION = Option(
+    "--export-signals",
+    "signals",
+    "what the write-back sends: traces (an evaluation span in the evaluated trace), logs "
+    "(a gen_ai.evaluation.result event) or both",
+    parse=_signals,
+    default=SIGNALS,
+    metavar="traces|logs|traces,logs",
+    shown_default="traces,logs",
+)
+TRACES_ENDPOINT = Option(
+    "--export-traces-endpoint",
+    "traces_endpoint",
+    "where evaluation spans go, used as is (for http/protobuf the full URL, e.g. "
+    "http://host:4318/v1/traces); beats --export-endpoint for spans",
+    parse=_endpoint,
+    more_env=(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", _endpoint),),
+    metavar="URL",
+    shown_default="from --export-endpoint",
+)
+LOGS_ENDPOINT = Option(
+    "--export-logs-endpoint",
+    "logs_endpoint",
+    "where evaluation events go, used as is (for http/protobuf the full URL, e.g. "
+    "http://host:4318/v1/logs); beats --export-endpoint for events",
+    parse=_endpoint,
+    more_env=(("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", _endpoint),),
+    metavar="URL",
+    shown_default="from --export-endpoint",
+)
 
 
 HEADERS_FILE = Option(
@@ -218,6 +188,9 @@ HEADERS_FILE = Option(
 )
 OPTIONS: tuple[Option, ...] = (
     ENDPOINT,
+    TRACES_ENDPOINT,
+    LOGS_ENDPOINT,
+    SIGNALS_OPTION,
     PROTOCOL,
     Option(
         "--export-header",
@@ -225,7 +198,7 @@ OPTIONS: tuple[Option, ...] = (
         "header sent with every export, e.g. authorization=Bearer%20T; repeatable; the "
         "variable is k=v,k2=v2; per key it beats --export-headers-file, which beats "
         "OTEL_EXPORTER_OTLP_HEADERS (flags show in ps: prefer the file for secrets)",
-        parse=_header_item,
+        parse=header_item,
         kind="list",
         env="TOOLSCORE_EXPORT_HEADERS",
         metavar="KEY=VALUE",
@@ -265,39 +238,54 @@ def resolve_export_settings(
     compression: str | None = None,
     timeout_s: float | None = None,
     thresholds: Mapping[str, float] | None = None,
+    signals: Sequence[str] | None = None,
+    traces_endpoint: str | None = None,
+    logs_endpoint: str | None = None,
     environ: Mapping[str, str],
     **pacing: float | int,
 ) -> ExportSettings | None:
-    """Settings from flags and ``environ``; ``None`` when neither ``--export-endpoint`` nor
-    ``TOOLSCORE_EXPORT_ENDPOINT`` names one (no export); the ``OTEL_EXPORTER_OTLP_*`` variables
-    then refine it (protocol, headers, compression, timeout, certificates). A value left None
-    is resolved from ``environ`` by the option's declaration above.
+    """Settings from flags and ``environ``; ``None`` when neither ``--export-endpoint``, a
+    per-signal ``--export-*-endpoint`` nor their ``TOOLSCORE_EXPORT_*`` variables name one (no
+    export); the ``OTEL_EXPORTER_OTLP_*`` variables then refine it (per-signal endpoints and
+    protocols, headers, compression, timeout, certificates). A value left None is resolved from
+    ``environ`` by the option's declaration above.
 
     ``endpoint`` is a base URL: for http/protobuf the signal paths are appended unless it already
-    ends with ``/v1/traces``. ``headers`` are ``--export-header`` items and ``headers_file`` the
-    ``--export-headers-file`` path (else ``TOOLSCORE_EXPORT_HEADERS_FILE``). ``pacing`` passes
-    through to :class:`ExportSettings` (``batch_size``, ``poll_interval_s``, backoffs,
-    ``lease_s``).
+    ends with ``/v1/traces``; a per-signal endpoint is used as is. ``headers`` are
+    ``--export-header`` items and ``headers_file`` the ``--export-headers-file`` path (else
+    ``TOOLSCORE_EXPORT_HEADERS_FILE``). ``pacing`` passes through to :class:`ExportSettings`
+    (``batch_size``, ``poll_interval_s``, backoffs, ``lease_s``).
     """
     env = {k: v.strip() for k, v in environ.items() if k.startswith("OTEL_EXPORTER_OTLP_")}
-    proto = PROTOCOL.read(protocol) if protocol else resolve_one(PROTOCOL, None, environ)
     # Write-back is on only when asked for by toolscore's own setting: OTEL_EXPORTER_OTLP_ENDPOINT
     # is what agents set to reach toolscore, so it must not turn the write-back on (or loop it).
     base = ENDPOINT.read(endpoint) if endpoint else resolve_one(ENDPOINT, None, environ)
-    if not base:
+    own = {
+        signal: given or resolve_one(replace(option, more_env=()), None, environ)
+        for signal, option, given in (
+            ("traces", TRACES_ENDPOINT, traces_endpoint),
+            ("logs", LOGS_ENDPOINT, logs_endpoint),
+        )
+    }
+    if not base and not any(own.values()):
         return None
-    if proto == PROTOCOL_HTTP:
-        if base.rstrip("/").endswith("/v1/traces"):
-            base = base.rstrip("/")[: -len("/v1/traces")]
-        traces, logs = _signal_url(base, "traces"), _signal_url(base, "logs")
-    else:
-        traces = logs = base
+    protocols = _protocols(protocol, env, environ)
+    targets: dict[str, str] = {}
+    for signal, option in (("traces", TRACES_ENDPOINT), ("logs", LOGS_ENDPOINT)):
+        chosen = own[signal] or resolve_one(option, None, environ)
+        if chosen:
+            targets[signal] = option.read(chosen)  # a per-signal endpoint is used as is
+        elif base:
+            targets[signal] = _from_base(base, protocols[signal], signal)
+    chosen_signals = tuple(signals) if signals else resolve_one(SIGNALS_OPTION, None, environ)
     traces_headers, logs_headers = _resolve_headers(headers, headers_file, env, environ)
     insecure_env = env.get("OTEL_EXPORTER_OTLP_INSECURE", "").lower()
     return ExportSettings(
-        protocol=proto,
-        traces_endpoint=traces,
-        logs_endpoint=logs,
+        protocol=protocols["traces"],
+        logs_protocol=protocols["logs"],
+        traces_endpoint=targets.get("traces", ""),
+        logs_endpoint=targets.get("logs", ""),
+        signals=tuple(s for s in chosen_signals if s in targets),
         headers=traces_headers,
         logs_headers=logs_headers,
         compression=COMPRESSION.read(compression)
@@ -309,6 +297,31 @@ def resolve_export_settings(
         thresholds=dict(thresholds or {}),
         **pacing,  # type: ignore[arg-type]
     )
+
+
+def _protocols(
+    flag: str | None, env: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """Per signal: the flag (or TOOLSCORE_EXPORT_PROTOCOL), else the per-signal OTEL variable,
+    else the generic one, else grpc."""
+    if flag:
+        return dict.fromkeys(SIGNALS, PROTOCOL.read(flag))
+    if environ.get(PROTOCOL.variable or "", "").strip():
+        return dict.fromkeys(SIGNALS, resolve_one(PROTOCOL, None, environ))
+    found: dict[str, str] = {}
+    for signal in SIGNALS:
+        name = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+        per_signal = replace(PROTOCOL, env=name, more_env=())
+        found[signal] = resolve_one(per_signal if env.get(name) else PROTOCOL, None, environ)
+    return found
+
+
+def _from_base(base: str, protocol: str, signal: str) -> str:
+    if protocol != PROTOCOL_HTTP:
+        return base
+    if base.rstrip("/").endswith("/v1/traces"):
+        base = base.rstrip("/")[: -len("/v1/traces")]
+    return _signal_url(base, signal)
 
 
 def _resolve_headers(

@@ -17,13 +17,16 @@ import contextlib
 import datetime as dt
 import logging
 import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from toolscore.collector.export.otlp import EvaluationEmitter
+from toolscore.collector.export.probe import SignalSupport
 from toolscore.collector.export.settings import ExportSettings
 from toolscore.storage.database import Database
 from toolscore.storage.history import outbox as exports
+from toolscore.storage.history.instance import instance_id
+from toolscore.storage.history.outbox import ExportItem
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,7 @@ class PassResult:
     enqueued: int
     exported: int  # outbox rows fully delivered in this pass
     failed: int  # rows that failed (and were rescheduled) in this pass
+    skipped: Mapping[str, int] = field(default_factory=dict)  # by signal: not implemented there
 
 
 def _utcnow() -> dt.datetime:
@@ -50,15 +54,21 @@ def export_pass(
     now: Callable[[], dt.datetime] = _utcnow,
     max_batches: int = MAX_BATCHES_PER_PASS,
     should_stop: Callable[[], bool] = lambda: False,
+    support: SignalSupport | None = None,
 ) -> PassResult:
     """One synchronous pass over the outbox (what the worker runs in its thread).
 
     ``should_stop`` is checked between batches, so a shutdown waits for one batch at most.
+    ``support`` remembers which signals the target does not implement (a new one per call
+    when not given).
     """
+    support = support or SignalSupport(settings)
     with engine.begin() as conn:
         enqueued = exports.enqueue_new(conn, now(), limit=max(1000, settings.batch_size))
         emitter.thresholds = {**exports.load_thresholds(conn)}
+        emitter.instance_id = instance_id(conn)
     exported = failed = 0
+    skipped: dict[str, int] = {}
     lease = dt.timedelta(seconds=settings.lease_s)
     for _ in range(max_batches):
         if should_stop():
@@ -67,28 +77,67 @@ def export_pass(
             items = exports.claim_batch(conn, now(), settings.batch_size, lease)
         if not items:
             break
-        span_result = emitter.export_spans([i for i in items if i.needs_span])
-        log_result = emitter.export_logs([i for i in items if i.needs_log])
-        spans_done = [i.evaluation_id for i in items if i.needs_span and span_result.ok]
-        logs_done = [i.evaluation_id for i in items if i.needs_log and log_result.ok]
-        failures: dict[int, tuple[str, dt.datetime]] = {}
+        outcome = _send(items, emitter, settings, support)
         at = now()
+        failures: dict[int, tuple[str, dt.datetime]] = {}
         for item in items:
-            errors = []
-            if item.needs_span and not span_result.ok:
-                errors.append(span_result.error or "span export failed")
-            if item.needs_log and not log_result.ok:
-                errors.append(log_result.error or "log export failed")
+            errors = outcome.errors.get(item.evaluation_id)
             if errors:
                 delay = settings.backoff_s(item.attempts) * random.uniform(0.8, 1.2)
                 failures[item.evaluation_id] = ("; ".join(errors), at + dt.timedelta(seconds=delay))
         with engine.begin() as conn:
-            exports.record_results(conn, at, spans_done, logs_done, failures)
+            exports.record_results(
+                conn,
+                at,
+                outcome.done["traces"],
+                outcome.done["logs"],
+                failures,
+                skipped=outcome.skipped,
+                signals=settings.signals,
+            )
+        for signal, ids in outcome.skipped.items():
+            skipped[signal] = skipped.get(signal, 0) + len(ids)
         exported += len(items) - len(failures)
         failed += len(failures)
         if failures:
             break  # the sink is struggling: let the backoff pace the next attempt
-    return PassResult(enqueued=enqueued, exported=exported, failed=failed)
+    return PassResult(enqueued=enqueued, exported=exported, failed=failed, skipped=skipped)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    done: dict[str, list[int]]  # by signal: acknowledged
+    skipped: dict[str, list[int]]  # by signal: not implemented by the target
+    errors: dict[int, list[str]]  # by evaluation id
+
+
+def _send(
+    items: Sequence[ExportItem],
+    emitter: EvaluationEmitter,
+    settings: ExportSettings,
+    support: SignalSupport,
+) -> _Outcome:
+    """Export each selected signal of ``items`` that they still need; sort out what failed."""
+    outcome = _Outcome(done={"traces": [], "logs": []}, skipped={}, errors={})
+    exporters = {"traces": emitter.export_spans, "logs": emitter.export_logs}
+    for signal in settings.signals:
+        needing = [i for i in items if (i.needs_span if signal == "traces" else i.needs_log)]
+        if not needing:
+            continue
+        ids = [i.evaluation_id for i in needing]
+        if signal in support.unimplemented:
+            outcome.skipped[signal] = ids
+            continue
+        result = exporters[signal](needing)
+        if result.ok:
+            support.delivered(signal)
+            outcome.done[signal] = ids
+        elif support.not_implemented(signal):
+            outcome.skipped[signal] = ids
+        else:
+            for i in ids:
+                outcome.errors.setdefault(i, []).append(result.error or f"{signal} export failed")
+    return outcome
 
 
 class ThresholdWriter:
@@ -128,6 +177,7 @@ class ExportWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._support = SignalSupport(settings)
         self.exported_total = 0
         self.failed_total = 0
 
@@ -169,6 +219,7 @@ class ExportWorker:
                     self._emitter,
                     self._settings,
                     should_stop=lambda: self._stopping,
+                    support=self._support,
                 )
             except Exception:  # database down etc.: keep the worker alive, retry on the timer
                 log.exception("evaluation export pass failed")

@@ -15,6 +15,7 @@ without a row use :data:`DEFAULT_PASS_THRESHOLD`.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,15 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from toolscore.storage.base import Base, UtcDateTime
 from toolscore.storage.conversations.tables import evaluations
-from toolscore.storage.plumbing.dialect import insert_ignore_duplicates, skip_locked, upsert
+from toolscore.storage.plumbing.dialect import (
+    insert_ignore_duplicates,
+    json_text,
+    skip_locked,
+    upsert,
+)
+from toolscore.storage.telemetry.row_decode import attributes_from_json
+from toolscore.storage.telemetry.spans import spans_table
+from toolscore.storage.telemetry.traces import traces_table
 
 DEFAULT_PASS_THRESHOLD = 1.0
 # New evaluations are found by an anti-join restricted to ids above (highest enqueued - slack):
@@ -54,6 +63,8 @@ class EvaluationExport(Base):
     logs_exported_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     exported_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # signals not sent because the target does not implement them (comma-separated)
+    skipped_signals: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (Index(None, "exported_at", "next_attempt_at"),)
 
@@ -92,6 +103,10 @@ class ExportItem:
     attempts: int  # attempts before this one
     needs_span: bool
     needs_log: bool
+    # the evaluated trace as stored (None when its spans are gone or never came): the root
+    # span's bounds (else the trace's) and the resource attributes of its root span
+    bounds_ns: tuple[int, int] | None = None
+    resource: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +178,7 @@ def claim_batch(
         .where(x.c.evaluation_id.in_([r["evaluation_id"] for r in rows]))
         .values(next_attempt_at=now + lease)
     )
+    traces = evaluated_traces(conn, [(r["trace_id"], r["root_span_id"]) for r in rows])
     return [
         ExportItem(
             evaluation_id=r["evaluation_id"],
@@ -184,9 +200,54 @@ def claim_batch(
             attempts=r["attempts"],
             needs_span=r["spans_exported_at"] is None,
             needs_log=r["logs_exported_at"] is None,
+            bounds_ns=traces.get(r["trace_id"], (None, None))[0],
+            resource=traces.get(r["trace_id"], (None, None))[1],
         )
         for r in rows
     ]
+
+
+def evaluated_traces(
+    conn: Connection, roots: Sequence[tuple[str, str | None]]
+) -> dict[str, tuple[tuple[int, int] | None, Mapping[str, Any] | None]]:
+    """By trace id: (the root span's start and end, else the trace's first start and last end;
+    the root span's resource attributes), for the stored ones among ``roots``."""
+    s, t = spans_table.c, traces_table.c
+    trace_ids = sorted({trace for trace, _ in roots if trace})
+    wanted = {(trace, root) for trace, root in roots if root}
+    found: dict[str, tuple[tuple[int, int] | None, Mapping[str, Any] | None]] = {}
+    if not trace_ids:
+        return found
+    root_rows = conn.execute(
+        select(t.trace_id, s.span_id, s.start_ns, s.end_ns, json_text(s.resource_attributes))
+        .select_from(traces_table.join(spans_table, s.trace_seq == t.seq))
+        .where(t.trace_id.in_(trace_ids), s.span_id.in_(sorted({r for _, r in wanted})))
+    ).all()
+    for trace, span, start, end, resource in root_rows:
+        if (trace, span) in wanted:
+            found[trace] = ((int(start), int(end)), attributes_from_json(_decoded(resource)))
+    rest = [trace for trace in trace_ids if trace not in found]
+    if rest:
+        spans = (
+            select(t.trace_id, func.min(s.start_ns), func.max(s.end_ns))
+            .select_from(traces_table.join(spans_table, s.trace_seq == t.seq))
+            .where(t.trace_id.in_(rest))
+            .group_by(t.trace_id)
+        )
+        for trace, start, end in conn.execute(spans).all():
+            if start is not None and end is not None:
+                found[trace] = ((int(start), int(end)), None)
+    return found
+
+
+def _decoded(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+SIGNAL_COLUMNS = {"traces": "spans_exported_at", "logs": "logs_exported_at"}
 
 
 def record_results(
@@ -195,11 +256,16 @@ def record_results(
     spans_done: Sequence[int],
     logs_done: Sequence[int],
     failed: Mapping[int, tuple[str, dt.datetime]],
+    *,
+    skipped: Mapping[str, Sequence[int]] | None = None,
+    signals: Sequence[str] = ("traces", "logs"),
 ) -> None:
     """Store what the sink acknowledged; failed rows get their error and next attempt time.
 
-    ``failed`` maps an evaluation id to (error text, when to try again). A row is exported once
-    both its span and its log record were acknowledged (in this attempt or an earlier one).
+    ``failed`` maps an evaluation id to (error text, when to try again); ``skipped`` maps a
+    signal to the rows not sent on it because the target does not implement it (they count as
+    done for that signal). A row is exported once each of ``signals`` was acknowledged or
+    skipped (in this attempt or an earlier one).
     """
     x = evaluation_exports
     if spans_done:
@@ -208,15 +274,27 @@ def record_results(
         )
     if logs_done:
         conn.execute(update(x).where(x.c.evaluation_id.in_(logs_done)).values(logs_exported_at=now))
-    touched = sorted(set(spans_done) | set(logs_done) | set(failed))
+    for signal, ids in (skipped or {}).items():
+        if ids:
+            marked = func.coalesce(x.c.skipped_signals + ",", "") + signal
+            conn.execute(
+                update(x)
+                .where(x.c.evaluation_id.in_(ids), x.c[SIGNAL_COLUMNS[signal]].is_(None))
+                .values({SIGNAL_COLUMNS[signal]: now, "skipped_signals": marked})
+            )
+    touched = sorted(
+        set(spans_done)
+        | set(logs_done)
+        | set(failed)
+        | {i for v in (skipped or {}).values() for i in v}
+    )
     if touched:
         conn.execute(
             update(x)
             .where(
                 and_(
                     x.c.evaluation_id.in_(touched),
-                    x.c.spans_exported_at.is_not(None),
-                    x.c.logs_exported_at.is_not(None),
+                    *(x.c[SIGNAL_COLUMNS[signal]].is_not(None) for signal in signals),
                     x.c.exported_at.is_(None),
                 )
             )

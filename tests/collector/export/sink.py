@@ -63,9 +63,11 @@ class Received:
 
 
 class GrpcSink:
-    """OTLP/gRPC sink; ``stop()`` then ``start()`` reuses the port."""
+    """OTLP/gRPC sink; ``stop()`` then ``start()`` reuses the port. ``logs=False``: no logs
+    service (the target answers UNIMPLEMENTED, as Phoenix does)."""
 
-    def __init__(self) -> None:
+    def __init__(self, logs: bool = True) -> None:
+        self.logs = logs
         self.received = Received()
         self.port = 0
         self._server: grpc.Server | None = None
@@ -89,7 +91,8 @@ class GrpcSink:
 
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+        if self.logs:
+            logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
         self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
         server.start()
         self._server = server
@@ -106,9 +109,11 @@ class GrpcSink:
 
 
 class HttpSink:
-    """OTLP/HTTP (protobuf) sink on ``/v1/traces`` and ``/v1/logs``, gzip aware."""
+    """OTLP/HTTP (protobuf) sink on ``/v1/traces`` and ``/v1/logs``, gzip aware. ``status``
+    maps a path to the error status it answers (e.g. ``{"/v1/logs": 405}``, as Phoenix)."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: dict[str, int] | None = None) -> None:
+        self.status = dict(status or {})
         self.received = Received()
         self.paths: list[str] = []
         self._server: ThreadingHTTPServer | None = None
@@ -121,6 +126,13 @@ class HttpSink:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
+                if self.path in sink.status:
+                    with sink.received.lock:
+                        sink.paths.append(self.path)
+                    self.send_response(sink.status[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with sink.received.lock:
                     sink.paths.append(self.path)
                     sink.received.metadata.append({k.lower(): v for k, v in self.headers.items()})

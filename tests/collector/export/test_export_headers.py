@@ -18,14 +18,10 @@ from tests.collector.export.helpers import add_conversation, add_evaluation, mig
 from tests.collector.export.sink import GrpcSink, HttpSink
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
+from toolscore.collector.export.headers import ENV_HEADERS_FILE, read_headers_file
 from toolscore.collector.export.options import settings_from
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
-from toolscore.collector.export.settings import (
-    ENV_HEADERS_FILE,
-    ExportSettings,
-    read_headers_file,
-    resolve_export_settings,
-)
+from toolscore.collector.export.settings import ExportSettings, resolve_export_settings
 from toolscore.collector.export.worker import export_pass
 
 SECRET = "tok-9f8e7d6c5b4a"

@@ -117,7 +117,10 @@ def test_each_evaluation_becomes_a_child_span_of_the_root_and_a_result_event(
         assert rec.trace_id.hex() == trace_id_for("conv-1")
         assert rec.span_id.hex() == ROOT
         name = attrs(rec.attributes)["gen_ai.evaluation.name"]
-        assert attrs(rec.attributes) == attrs(spans[name][2].attributes)
+        span_attrs = attrs(spans[name][2].attributes)
+        # the span alone is marked for OpenInference readers (Phoenix's span kind)
+        assert span_attrs.pop("openinference.span.kind") == "EVALUATOR"
+        assert attrs(rec.attributes) == span_attrs
     # headers reach the sink (auth); every outbox row is marked exported
     assert all(m.get("authorization") == "Bearer s3cret" for m in grpc_sink.received.metadata)
     assert all(r["exported_at"] is not None for r in _outbox(engine))
