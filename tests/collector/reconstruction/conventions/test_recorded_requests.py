@@ -21,6 +21,10 @@ NOT_YET: dict[str, str] = {
         "LangSmith's encodings are not read: LangChain serialized messages in gen_ai.prompt, an "
         "LLMResult in gen_ai.completion, tool arguments in a tool span's gen_ai.prompt"
     ),
+    "pydantic-ai-mcp": (
+        "one call seen at three layers (the agent's execute_tool span, FastMCP's client and the "
+        "MCP SDK's server tools/call spans) counts three times"
+    ),
 }
 
 
