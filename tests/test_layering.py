@@ -203,7 +203,12 @@ ARROWS: dict[str, set[str]] = {
         "storage.expectations",
         "storage.history",
     },
-    "storage.history": {"storage.base", "storage.plumbing", "storage.conversations"},
+    "storage.history": {
+        "storage.base",
+        "storage.plumbing",
+        "storage.telemetry",  # the evaluated trace's root span, for the write-back
+        "storage.conversations",
+    },
     "storage.expectations": {"storage.base", "storage.plumbing", "storage.conversations"},
     "storage.retention": {
         "storage.base",

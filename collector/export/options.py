@@ -8,10 +8,19 @@ endpoint, nothing is exported.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from collections.abc import Mapping
 
 from toolscore.collector.configuration import FileSection, add_options, resolve
-from toolscore.collector.export.settings import OPTIONS, ExportSettings, resolve_export_settings
+from toolscore.collector.export.settings import (
+    LOGS_ENDPOINT,
+    OPTIONS,
+    TRACES_ENDPOINT,
+    ExportSettings,
+    resolve_export_settings,
+)
+
+OWN_ONLY = (TRACES_ENDPOINT, LOGS_ENDPOINT)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +34,10 @@ def settings_from(
 
     Raises ``ConfigError`` naming the bad flag and variable.
     """
-    values = resolve(OPTIONS, args, environ, file)
+    # the per-signal endpoints as toolscore's own settings only: their OTEL_ variables (which
+    # agents sharing the environment may set) refine a write-back, never turn one on
+    own = tuple(replace(o, more_env=()) if o in OWN_ONLY else o for o in OPTIONS)
+    values = resolve(own, args, environ, file)
     thresholds = dict(values.pop("thresholds") or ())
     if values.pop("disabled"):
         return None, thresholds

@@ -90,6 +90,22 @@ def test_per_signal_variables_alone_never_turn_the_write_back_on_but_toolscore_s
     assert (s.signals, s.traces_endpoint) == (("traces",), "http://phoenix:4317")
 
 
+def test_through_serve_s_options_too_only_toolscore_s_own_variables_turn_it_on() -> None:
+    from toolscore.collector.cli import build_parser
+    from toolscore.collector.serve_config import load_serve_config
+
+    args = build_parser().parse_args(["serve"])
+    agent_env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"}
+    assert load_serve_config(args, agent_env).export is None
+    env = {**agent_env, "TOOLSCORE_EXPORT_LOGS_ENDPOINT": "http://loki:4317"}
+    export = load_serve_config(args, env).export
+    assert export is not None
+    assert (export.traces_endpoint, export.logs_endpoint) == (
+        "http://127.0.0.1:4317",
+        "http://loki:4317",
+    )
+
+
 def test_export_signals_and_per_signal_protocols() -> None:
     env = {
         "TOOLSCORE_EXPORT_ENDPOINT": "http://sink:4317",
