@@ -57,8 +57,14 @@ MCP = (
     "arguments"
 )
 NOT_YET.update({("pydantic-ai-mcp", style): MCP for style in STYLES})
+LITELLM = (
+    "LiteLLM's callback: one trace per model call and no session (five conversations, not "
+    "joined by the replayed history), the calls only in gen_ai.completion.N.function_call.* "
+    "beside empty output parts"
+)
+NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
-RECORDINGS = {"langsmith-langgraph", "pydantic-ai-mcp", "vercel-ai7"}
+RECORDINGS = {"langsmith-langgraph", "litellm-otel", "pydantic-ai-mcp", "vercel-ai7"}
 
 
 def _cases() -> list[Any]:

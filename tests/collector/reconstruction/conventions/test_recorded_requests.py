@@ -21,6 +21,10 @@ NOT_YET: dict[str, str] = {
         "LangSmith's encodings are not read: LangChain serialized messages in gen_ai.prompt, an "
         "LLMResult in gen_ai.completion, tool arguments in a tool span's gen_ai.prompt"
     ),
+    "litellm-otel": (
+        "LiteLLM's calls are only in the legacy gen_ai.completion.N.function_call.* beside empty "
+        "gen_ai.output.messages parts; its history has OpenAI-shaped tool_calls beside empty parts"
+    ),
     "pydantic-ai-mcp": (
         "one call seen at three layers (the agent's execute_tool span, FastMCP's client and the "
         "MCP SDK's server tools/call spans) counts three times"
