@@ -102,11 +102,27 @@ class Transcript:
         self.sig_count: dict[tuple[str, str], int] = defaultdict(int)
         self.fp_count: dict[tuple[str, str], int] = defaultdict(int)
         self.result_ids: set[str] = set()
+        # calls first seen without an id, by signature: a later record of one with an id (the
+        # next request's history) is the same call, not a new one
+        self.idless: dict[tuple[str, str], list[Call]] = defaultdict(list)
 
     def _add_call(self, call: Call) -> None:
+        sig = (call.name, self.canon(call.arguments))
         if call.call_id:
             self.by_id[call.call_id] = call
-        self.sig_count[(call.name, self.canon(call.arguments))] += 1
+        else:
+            self.idless[sig].append(call)
+        self.sig_count[sig] += 1
+
+    def _adopt(self, sig: tuple[str, str], call_id: str) -> bool:
+        """Give ``call_id`` to the first call of ``sig`` seen without one (True), if any."""
+        waiting = self.idless.get(sig)
+        if not waiting:
+            return False
+        call = waiting.pop(0)
+        call.call_id = call_id
+        self.by_id[call_id] = call
+        return True
 
     def add(self, exchange: Exchange, rank: int) -> None:
         key = (rank, exchange.sort_ns)
@@ -171,7 +187,7 @@ class Transcript:
         for ref in message.tool_calls:
             sig = (ref.name, self.canon(ref.arguments))
             seen_sig[sig] += 1
-            if ref.call_id and ref.call_id in self.by_id:
+            if ref.call_id and (ref.call_id in self.by_id or self._adopt(sig, ref.call_id)):
                 continue
             if not ref.call_id and seen_sig[sig] <= self.sig_count[sig]:
                 continue  # a replay without id (ADK strips its synthetic ids from history)

@@ -17,16 +17,15 @@ from toolscore.collector.reconstruction.conventions.base import (
     Exchange,
     Message,
     Observation,
-    ToolCallRef,
     ToolExecution,
     Triggers,
-    as_list,
     as_text,
     first_attr,
     maybe_json,
-    norm_role,
     opt_str,
+    unflatten,
 )
+from toolscore.collector.reconstruction.conventions.messages import read_messages
 from toolscore.storage.records import Attributes, LogRecordData, SpanRecord
 
 INPUT = "gen_ai.input.messages"
@@ -40,6 +39,7 @@ ARGUMENT_KEYS = (
     "tool_arguments",
     "traceloop.entity.input",
     "input.value",
+    "gen_ai.prompt",  # LangSmith: the tool run's inputs
 )
 RESULT_KEYS = (
     "gen_ai.tool.call.result",
@@ -47,6 +47,7 @@ RESULT_KEYS = (
     "tool_response",
     "traceloop.entity.output",
     "output.value",
+    "gen_ai.completion",  # LangSmith: the tool run's outputs
 )
 
 
@@ -119,71 +120,8 @@ def _unwrap_result(result: object) -> str:
 
 
 def parse_messages(value: object) -> tuple[Message, ...]:
-    """Parse an OTel GenAI message list (parts form; OpenAI-style messages tolerated)."""
-    out: list[Message] = []
-    for raw in as_list(value):
-        raw = maybe_json(raw)
-        if isinstance(raw, Mapping):
-            out.extend(_parse_message(raw))
-    return tuple(out)
-
-
-def _parse_message(msg: Mapping[str, Any]) -> list[Message]:
-    role = norm_role(msg.get("role"))
-    parts = msg.get("parts")
-    if not isinstance(parts, list):
-        return [_openai_style(msg, role)]
-    texts: list[str] = []
-    calls: list[ToolCallRef] = []
-    results: list[Message] = []
-    for part in parts:
-        part = maybe_json(part)
-        if not isinstance(part, Mapping):
-            continue
-        kind = part.get("type")
-        if kind == "text" or (kind is None and "content" in part):
-            texts.append(as_text(part.get("content")))
-        elif kind == "tool_call":
-            calls.append(
-                ToolCallRef(
-                    name=str(part.get("name") or ""),
-                    arguments=part.get("arguments"),
-                    call_id=opt_str(part.get("id")),
-                )
-            )
-        elif kind == "tool_call_response":
-            response = part.get("response", part.get("result"))
-            results.append(
-                Message("tool", as_text(maybe_json(response)), tool_call_id=opt_str(part.get("id")))
-            )
-        # reasoning, server_tool_call (provider-executed), blobs: not client tool calls
-    out: list[Message] = []
-    if texts or calls or not results:
-        out.append(Message("assistant" if calls else role, "\n".join(texts), tuple(calls)))
-    out.extend(results)
-    return out
-
-
-def _openai_style(msg: Mapping[str, Any], role: str) -> Message:
-    calls: list[ToolCallRef] = []
-    for call in as_list(msg.get("tool_calls")):
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else call
-        calls.append(
-            ToolCallRef(
-                name=str(function.get("name") or ""),
-                arguments=function.get("arguments", function.get("args")),
-                call_id=opt_str(call.get("id")),
-            )
-        )
-    return Message(
-        "assistant" if calls else role,
-        as_text(msg.get("content")),
-        tuple(calls),
-        tool_call_id=opt_str(msg.get("tool_call_id") or msg.get("id")) if role == "tool" else None,
-    )
+    """Parse a message list in any encoding (:mod:`.messages`)."""
+    return read_messages(value)
 
 
 def exchange_from(
@@ -194,10 +132,46 @@ def exchange_from(
         trace_id=trace_id,
         span_id=span_id,
         sort_ns=sort_ns,
-        inputs=parse_messages(attrs.get(INPUT)),
-        outputs=parse_messages(attrs.get(OUTPUT)),
+        inputs=_richest(_candidates(attrs, INPUT, LEGACY_INPUT), calls_first=False),
+        outputs=_richest(_candidates(attrs, OUTPUT, LEGACY_OUTPUT), calls_first=True),
         response_id=opt_str(attrs.get("gen_ai.response.id")),
     )
+
+
+LEGACY_INPUT = "gen_ai.prompt"
+LEGACY_OUTPUT = "gen_ai.completion"
+# Operations of a model call: only their legacy ``gen_ai.prompt`` / ``gen_ai.completion`` are
+# messages (LangSmith writes a chain's or a tool's inputs and outputs there too).
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+
+
+def _candidates(attrs: Attributes, current: str, legacy: str) -> list[tuple[Message, ...]]:
+    """The messages of every encoding the span carries: the current attribute, the legacy one
+    as a JSON document (LangSmith: LangChain messages, an ``LLMResult``) or flattened
+    (``gen_ai.completion.{i}.*``: OpenLLMetry, LiteLLM)."""
+    found = [read_messages(attrs.get(current))]
+    if legacy in attrs or any(key.startswith(legacy + ".") for key in attrs):
+        found.append(read_messages(unflatten(attrs, legacy)))
+    return found
+
+
+def _richest(candidates: list[tuple[Message, ...]], *, calls_first: bool) -> tuple[Message, ...]:
+    """The encoding to read: for outputs the first that shows calls (an instrumentation may
+    leave the parts of one empty and write the calls in another), else the first non-empty."""
+    if calls_first:
+        for messages in candidates:
+            if any(m.tool_calls for m in messages):
+                return messages
+    return next((m for m in candidates if m), ())
+
+
+def has_legacy_messages(span: SpanRecord) -> bool:
+    """A model call whose messages are only in ``gen_ai.prompt`` / ``gen_ai.completion``."""
+    attrs = span.attributes
+    model_call = attrs.get("gen_ai.operation.name") in MODEL_OPERATIONS or (
+        attrs.get("langsmith.span.kind") == "llm"
+    )
+    return model_call and (LEGACY_INPUT in attrs or LEGACY_OUTPUT in attrs)
 
 
 class OtelGenAI:
@@ -207,7 +181,7 @@ class OtelGenAI:
     )
 
     def applies(self, span: SpanRecord) -> bool:
-        return is_tool_span(span) or has_messages(span)
+        return is_tool_span(span) or has_messages(span) or has_legacy_messages(span)
 
     def extract(self, span: SpanRecord) -> Sequence[Observation]:
         label = label_for(span, self.name)
@@ -217,7 +191,11 @@ class OtelGenAI:
         sources += [e.attributes for e in span.events if e.name == DETAILS_EVENT]
         out: list[Observation] = []
         for attrs in sources:
-            if INPUT in attrs or OUTPUT in attrs:
+            if (
+                INPUT in attrs
+                or OUTPUT in attrs
+                or (attrs is span.attributes and has_legacy_messages(span))
+            ):
                 merged = dict(attrs)
                 merged.setdefault("gen_ai.response.id", span.attributes.get("gen_ai.response.id"))
                 out.append(
