@@ -69,6 +69,7 @@ SUMMARY_PARTS: Mapping[str, str] = {
     "scoring": "scoring off",
     "retention": "spans kept forever",
     "write-back": "write-back off",
+    "ui": "web UI off",
 }
 
 

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "toolscore.collector.commands.export",
     "toolscore.collector.commands.rescore",
     "toolscore.collector.commands.prune",
+    "toolscore.collector.commands.ui",
 )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolscore.collector.configuration import FileSection, Option, read_section, resolve_one
-from toolscore.collector.settings import CONFIG, OPTIONS, Settings
+from toolscore.collector.settings import CONFIG, OPTIONS, Listen, Settings
 
 SECTION = "serve"  # the configuration file's section of server options
 
@@ -34,12 +34,14 @@ class ServeConfig:
     export: ExportSettings | None  # None: no write-back
     thresholds: Mapping[str, float]  # --pass-threshold
     retention: RetentionOptions  # --span-retention
+    ui: Listen | None = None  # --ui (None: no web UI)
 
 
 def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
     """Every ``serve`` option (flags > ``environ`` > file > defaults); raises ConfigError."""
     from toolscore.collector.export.options import settings_from
     from toolscore.collector.pipeline.options import options_from
+    from toolscore.collector.ui.options import ui_listen
     from toolscore.collector.upkeep.retention_runner import options_from as retention_from
 
     file = serve_section(args, environ)
@@ -47,7 +49,8 @@ def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str
     pipeline = options_from(args, environ, file)
     export, thresholds = settings_from(args, environ, file)
     retention = retention_from(args, environ, file)
-    return ServeConfig(settings, pipeline, export, thresholds, retention)
+    ui = ui_listen(args, environ, file)
+    return ServeConfig(settings, pipeline, export, thresholds, retention, ui)
 
 
 def serve_section(
@@ -67,6 +70,7 @@ def serve_options() -> tuple[Option, ...]:
     """Every ``serve`` option, in ``--help`` order."""
     from toolscore.collector.export.settings import OPTIONS as EXPORT
     from toolscore.collector.pipeline.options import OPTIONS as PIPELINE
+    from toolscore.collector.ui.options import OPTIONS as UI
     from toolscore.collector.upkeep.retention_runner import OPTIONS as RETENTION
 
-    return OPTIONS + PIPELINE + EXPORT + RETENTION
+    return OPTIONS + PIPELINE + EXPORT + RETENTION + UI

@@ -65,7 +65,7 @@ class Listen:
         return f"{host}:{self.port}"
 
 
-def _listen(text: str) -> Listen | None:
+def listen_address(text: str) -> Listen | None:
     """HOST:PORT (``[::1]:4317`` for IPv6); ``off`` disables the listener."""
     if text.strip().lower() == OFF:
         return None
@@ -111,8 +111,8 @@ GRPC = Option(
     "--grpc",
     "grpc",
     "OTLP/gRPC listener, or 'off'; port 0 picks a free port",
-    parse=_listen,
-    default=_listen(DEFAULT_GRPC),
+    parse=listen_address,
+    default=listen_address(DEFAULT_GRPC),
     metavar="HOST:PORT",
     shown_default=DEFAULT_GRPC,
 )
@@ -120,8 +120,8 @@ HTTP = Option(
     "--http",
     "http",
     "OTLP/HTTP listener (also /metrics and /health), or 'off'",
-    parse=_listen,
-    default=_listen(DEFAULT_HTTP),
+    parse=listen_address,
+    default=listen_address(DEFAULT_HTTP),
     metavar="HOST:PORT",
     shown_default=DEFAULT_HTTP,
 )

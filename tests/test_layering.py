@@ -193,6 +193,15 @@ ARROWS: dict[str, set[str]] = {
         "scorer",
         "storage.*",
     },
+    "collector.ui": {
+        "collector.views",
+        "collector.pipeline",
+        "collector.expectations",
+        "collector.components",
+        "collector.configuration",
+        "collector.settings",
+        "storage.*",
+    },
     # storage: plumbing at the bottom, then telemetry, then the scoring state and history
     "storage.plumbing": {"scorer"},
     "storage.telemetry": {"storage.base", "storage.records", "storage.plumbing"},

@@ -35,6 +35,7 @@ def extensions(config: ServeConfig) -> list[ExtensionFactory]:
     """The parts plugged into the receiver (pipeline worker, exporters, ...)."""
     from toolscore.collector.export.extension import export_extension
     from toolscore.collector.pipeline.extension import pipeline_extension
+    from toolscore.collector.ui.extension import ui_extension
     from toolscore.collector.upkeep.retention_runner import retention_extension
     from toolscore.collector.upkeep.status import status_extension
 
@@ -43,6 +44,7 @@ def extensions(config: ServeConfig) -> list[ExtensionFactory]:
         export_extension(config.export, dict(config.thresholds)),
         retention_extension(config.retention),
         status_extension(log_every_s=config.settings.log_interval_s),
+        ui_extension(config.ui),
     ]
 
 

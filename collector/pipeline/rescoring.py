@@ -179,3 +179,26 @@ def start_run(
     )
     runs.create_run(conn, the_run)
     return the_run
+
+
+def rescore_one(engine: Any, conversation_id: str, config: Any | None) -> str:
+    """Score one conversation again now, as ``serve`` would (the web UI's re-score button): a
+    new revision when anything changed. Returns what happened, in words."""
+    from toolscore.collector.pipeline.score import compute, write
+    from toolscore.scorer import default_config
+    from toolscore.storage.history import rescore_runs as runs
+
+    scoring = config if config is not None else default_config()
+    with engine.connect() as read:
+        computed = compute(read, [conversation_id], scoring)
+        current = runs.current_evaluations(read, [conversation_id])
+        read.rollback()
+    if not computed:
+        return "no such conversation"
+    if unchanged(computed[0], current.get(conversation_id, [])):
+        return "re-scored: nothing changed (same expectation version, configuration and scores)"
+    with engine.begin() as conn:
+        outcomes = write(conn, computed, now=dt.datetime.now(dt.UTC))
+    if not outcomes:
+        return "re-scored, but nothing was written"
+    return f"re-scored: revision {outcomes[0].revision} written"

@@ -1,0 +1,246 @@
+"""What each page of the web UI shows, read from the database (blocking: run in a thread).
+
+Every function takes the engine first and returns the template's context (plain values and
+frozen dataclasses); the HTML is the templates' business.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from toolscore.collector.ui.alignment import Call, align, flatten
+from toolscore.storage.conversations.browse import (
+    ConversationFilter,
+    PageKey,
+    coverage,
+    expectation_counts,
+    page,
+    revisions,
+)
+from toolscore.storage.database import Engine
+
+PAGE_SIZE = 50
+REPORT_DAYS = 14
+STATUSES = ("open", "scored", "unmatched", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStatus:
+    """``serve``'s own figures, read when a page is drawn (absent in ``toolscore ui``)."""
+
+    spans_per_second: Callable[[], float | None]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def overview(engine: Engine, live: LiveStatus | None) -> dict[str, Any]:
+    from toolscore.collector.views.report import load_report
+    from toolscore.collector.views.report.html import chart_svg
+    from toolscore.storage.conversations.backlog import backlog
+
+    today = _now().date()
+    since = today - dt.timedelta(days=REPORT_DAYS - 1)
+    with engine.connect() as conn:
+        report = load_report(conn, since, today)
+        day = coverage(conn, _now() - dt.timedelta(days=1))
+        week = coverage(conn, _now() - dt.timedelta(days=7))
+        waiting = backlog(conn, _now())
+    series = [
+        {
+            "series": s,
+            "today": next((p for p in s.points if p.day == today.isoformat()), None),
+            "chart": Markup(chart_svg(s, since, today)),  # chart_svg escapes its text
+        }
+        for s in report.series
+    ]
+    return {
+        "title": "Overview",
+        "report": report,
+        "series": series,
+        "coverage": {"last 24 hours": day, "last 7 days": week},
+        "backlog": waiting,
+        "ingest_rate": live.spans_per_second() if live else None,
+        "live": live is not None,
+    }
+
+
+def _filter(query: Mapping[str, str]) -> ConversationFilter:
+    def text(name: str) -> str | None:
+        value = query.get(name, "").strip()
+        return value or None
+
+    def when(name: str) -> dt.datetime | None:
+        value = text(name)
+        if value is None:
+            return None
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+    threshold = text("below")
+    try:
+        below = float(threshold) if threshold is not None else 1.0
+    except ValueError:
+        below = 1.0
+    status = text("status")
+    return ConversationFilter(
+        status=status if status in STATUSES else None,
+        expectation_id=text("expectation"),
+        below_metric=text("metric"),
+        below_threshold=below,
+        warnings_only=query.get("warnings") == "1",
+        since=when("since"),
+        until=when("until"),
+        text=text("q"),
+    )
+
+
+def _after(query: Mapping[str, str]) -> PageKey | None:
+    at, _, cid = query.get("after", "").partition("|")
+    if not at or not cid:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(at)
+    except ValueError:
+        return None
+    return PageKey(when if when.tzinfo else when.replace(tzinfo=dt.UTC), cid)
+
+
+def conversation_list(engine: Engine, query: Mapping[str, str]) -> dict[str, Any]:
+    from toolscore.storage.conversations.reading import current_scores
+
+    f = _filter(query)
+    with engine.connect() as conn:
+        found = page(conn, f, _after(query), PAGE_SIZE)
+        scores: dict[str, dict[str, float | None]] = {}
+        metrics: list[str] = []
+        for s in current_scores(conn, [r.id for r in found.rows]):
+            scores.setdefault(s.conversation_id, {})[s.metric] = s.score
+            if s.metric not in metrics:
+                metrics.append(s.metric)
+    next_after = None
+    if found.next_key is not None:
+        next_after = f"{found.next_key.last_span_at.isoformat()}|{found.next_key.id}"
+    kept = {k: v for k, v in query.items() if k != "after" and v}
+    return {
+        "title": "Conversations",
+        "rows": found.rows,
+        "scores": scores,
+        "metrics": metrics,
+        "filter": f,
+        "query": kept,
+        "next_after": next_after,
+        "first_page": "after" not in query,
+        "statuses": STATUSES,
+    }
+
+
+def _calls(rows: list[dict[str, Any]]) -> list[Call]:
+    return [
+        Call(
+            i + 1,
+            str(r["name"]),
+            r["arguments"] if r["arguments_ok"] else r["arguments_raw"],
+            f"{r['trace_id']}/{r['span_id']}" if r.get("span_id") else None,
+            r.get("convention"),
+        )
+        for i, r in enumerate(rows)
+    ]
+
+
+def _reference(calls: Any) -> list[Call]:
+    return [
+        Call(i + 1, str(c.get("name", "?")), c.get("args", c.get("arguments")))
+        for i, c in enumerate(flatten(calls))
+    ]
+
+
+def conversation(engine: Engine, cid: str, revision: int | None) -> dict[str, Any] | None:
+    from toolscore.collector.views.conversation import load_conversation
+
+    with engine.connect() as conn:
+        data = load_conversation(conn, cid, revision=revision, messages=True, spans=True)
+        if data is None:
+            return None
+        history = revisions(conn, cid)
+    predicted = _calls(data["tool_calls"])
+    reference = _reference(data["reference_tool_calls"]) if data["reference_tool_calls"] else []
+    evaluations = [
+        {**e, "rows": align(predicted, reference, e["details"] or {})} for e in data["evaluations"]
+    ]
+    return {
+        "title": f"Conversation {cid}",
+        "c": data["conversation"],
+        "predicted": predicted,
+        "reference": reference,
+        "evaluations": evaluations,
+        "messages": data.get("messages") or [],
+        "spans": data.get("spans") or [],
+        "revisions": history,
+        "revision": revision,
+        "expectation": data["expectation"],
+    }
+
+
+def rescore(engine: Engine, cid: str, scoring_config: Any | None) -> str:
+    """Score ``cid`` again now (a new revision when anything changed); what happened, in words."""
+    from toolscore.collector.pipeline.rescoring import rescore_one
+
+    return rescore_one(engine, cid, scoring_config)
+
+
+def promote(engine: Engine, cid: str, form: Mapping[str, str]) -> dict[str, Any]:
+    """The conversation's calls as an expectation in the ``refs import`` format (not imported:
+    the user reviews and imports it)."""
+    from toolscore.collector.expectations.promote import PromoteError, promote_conversation
+
+    match = form.get("match") or "conversation_id"
+    try:
+        text = promote_conversation(engine, cid, match=match, force=form.get("force") == "1")
+        error = None
+    except PromoteError as exc:
+        text, error = "", str(exc)
+    return {"title": f"Promote {cid}", "cid": cid, "yaml": text, "error": error}
+
+
+def expectation_list(engine: Engine) -> dict[str, Any]:
+    from toolscore.storage.expectations.lookup import list_expectations
+
+    with engine.connect() as conn:
+        rows = list_expectations(conn)
+        matched = expectation_counts(conn)
+    return {"title": "Expectations", "rows": rows, "matched": matched}
+
+
+def expectation(engine: Engine, eid: str) -> dict[str, Any] | None:
+    from toolscore.collector.views.report import load_report
+    from toolscore.collector.views.report.html import chart_svg
+    from toolscore.storage.expectations.lookup import list_versions
+
+    today = _now().date()
+    since = today - dt.timedelta(days=REPORT_DAYS - 1)
+    with engine.connect() as conn:
+        versions = list_versions(conn, eid)
+        if not versions:
+            return None
+        report = load_report(conn, since, today, expectation_id=eid)
+        matched = expectation_counts(conn).get(eid, 0)
+    charts = [(s, Markup(chart_svg(s, since, today))) for s in report.series]
+    return {
+        "title": f"Expectation {eid}",
+        "eid": eid,
+        "versions": versions,
+        "charts": charts,
+        "matched": matched,
+        "as_json": lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
+    }
