@@ -199,20 +199,6 @@ def rescore(engine: Engine, cid: str, scoring_config: Any | None) -> str:
     return rescore_one(engine, cid, scoring_config)
 
 
-def promote(engine: Engine, cid: str, form: Mapping[str, str]) -> dict[str, Any]:
-    """The conversation's calls as an expectation in the ``refs import`` format (not imported:
-    the user reviews and imports it)."""
-    from toolscore.collector.expectations.promote import PromoteError, promote_conversation
-
-    match = form.get("match") or "conversation_id"
-    try:
-        text = promote_conversation(engine, cid, match=match, force=form.get("force") == "1")
-        error = None
-    except PromoteError as exc:
-        text, error = "", str(exc)
-    return {"title": f"Promote {cid}", "cid": cid, "yaml": text, "error": error}
-
-
 def expectation_list(engine: Engine) -> dict[str, Any]:
     from toolscore.storage.expectations.lookup import list_expectations
 

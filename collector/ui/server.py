@@ -71,7 +71,6 @@ class Ui:
                 web.get("/conversations/rows", self.conversation_rows),
                 web.get("/conversation", self.conversation),
                 web.post("/conversation/rescore", self.rescore),
-                web.post("/conversation/promote", self.promote),
                 web.get("/expectations", self.expectations),
                 web.get("/expectation", self.expectation),
                 web.get("/login", self.login_form),
@@ -158,12 +157,6 @@ class Ui:
         cid = form.get("id", "")
         notice = await self._read(pages.rescore, cid, self.config.scoring_config)
         raise web.HTTPSeeOther(f"/conversation?id={_quote(cid)}&notice={_quote(notice)}")
-
-    async def promote(self, request: web.Request) -> web.Response:
-        form = await self._checked_form(request)
-        cid = form.get("id", "")
-        data = await self._read(pages.promote, cid, form)
-        return self._page("promote.html", **data)
 
     async def expectations(self, request: web.Request) -> web.Response:
         data = await self._read(pages.expectation_list)
