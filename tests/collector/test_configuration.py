@@ -428,6 +428,17 @@ ROWS = [
         bad="0",
     ),
     Row(
+        "--ui",
+        "TOOLSCORE_UI",
+        "127.0.0.1:8080",
+        "0.0.0.0:9000",
+        lambda c: c.ui,
+        Listen("127.0.0.1", 8080),
+        Listen("0.0.0.0", 9000),
+        None,
+        bad="nowhere",
+    ),
+    Row(
         "--max-conversation-spans",
         "TOOLSCORE_MAX_CONVERSATION_SPANS",
         "10",
