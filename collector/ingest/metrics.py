@@ -138,6 +138,12 @@ class Metrics:
             ["transport"],
             registry=r,
         )
+        self.client_disconnects = Counter(
+            "toolscore_receiver_client_disconnects",
+            "HTTP export requests whose client hung up while sending its body.",
+            ["transport"],
+            registry=r,
+        )
         self.slow_requests = Counter(
             "toolscore_receiver_slow_requests",
             "Export requests given up because their body (HTTP) or message (gRPC) did not "

@@ -58,6 +58,10 @@ class BodyTooSlow(RetryableError):
     reason = "body_too_slow"
 
 
+class ClientDisconnected(Exception):
+    """The client hung up while sending its body: an expected event, counted, not an error."""
+
+
 HealthCheck = Callable[[], Awaitable[bool]]
 
 
@@ -156,6 +160,10 @@ class HttpReceiver:
                     fmt: Format = "json" if is_json else "protobuf"
                     response = await self._core.export(signal, body, fmt, "http", reservation)
             return _message_response(response, is_json, 200)
+        except ClientDisconnected:
+            self._metrics.client_disconnects.labels("http").inc()
+            log.debug("HTTP export: the client hung up before its body had arrived")
+            return web.Response(status=400)  # never delivered: nobody is listening
         except Exception as exc:
             body = b""  # the traceback keeps this frame until the cyclic GC: not the body
             return self._error(exc, is_json)
@@ -194,6 +202,9 @@ class HttpReceiver:
         except web.HTTPRequestEntityTooLarge as exc:
             out.clear()
             raise RequestTooLarge(too_large(self._limit)) from exc
+        except ConnectionError:
+            out.clear()
+            raise ClientDisconnected from None
         except BaseException:
             out.clear()  # see _export: a traceback must not keep what was read
             raise
