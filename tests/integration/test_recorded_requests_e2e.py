@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from tests.collector.otlp_requests import RequestRecording, load_requests, request_recordings
+from tests.collector.otlp_requests import (
+    RequestRecording,
+    load_requests,
+    records,
+    request_recordings,
+    shuffled_and_split,
+)
 from tests.collector.otlp_requests import send as send_requests
 from tests.collector.pipeline.e2e import (
     current_scores,
@@ -31,6 +37,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
 )
 from tests.collector.reconstruction.conventions import four_calls as fc
+from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.collector.views.conversation import messages_of
 from toolscore.storage.conversations.tables import conversations, tool_calls
 from toolscore.storage.expectations.repository import ExpectationData
@@ -62,9 +69,21 @@ LITELLM = (
     "joined by the replayed history), the calls only in gen_ai.completion.N.function_call.* "
     "beside empty output parts"
 )
+SEMANTIC_KERNEL = (
+    "Semantic Kernel's agent: the invoke_agent span's output (the turn's answer, no input) is "
+    "placed before the turn's user message, and turn 1's tool results are left out as answering "
+    "no call"
+)
+NOT_YET.update({("semantic-kernel-agent", style): SEMANTIC_KERNEL for style in STYLES})
 NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
-RECORDINGS = {"langsmith-langgraph", "litellm-otel", "pydantic-ai-mcp", "vercel-ai7"}
+RECORDINGS = {
+    "langsmith-langgraph",
+    "litellm-otel",
+    "pydantic-ai-mcp",
+    "semantic-kernel-agent",
+    "vercel-ai7",
+}
 
 
 def _cases() -> list[Any]:
@@ -209,3 +228,28 @@ def test_recording_keeps_what_it_expects(name: str) -> None:
     assert json.dumps(recording.reference_id) in carried
     if recording.conversation_id is not None:
         assert json.dumps(recording.conversation_id) in carried
+
+
+@pytest.mark.parametrize(
+    ("seed", "logs_first"),
+    [(1, True), (2, False), (3, True), (4, False)],
+    ids=["logs-first-1", "spans-first-2", "logs-first-3", "spans-first-4"],
+)
+def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
+    db_url: str, seed: int, logs_first: bool
+) -> None:
+    """Semantic Kernel's content arrives as log records, which an app's batch processors send
+    whenever a batch fills: the same records and spans, shuffled and cut into requests of three
+    (records before or after the spans), give the transcript of the whole recording at once."""
+    recording = load_requests("semantic-kernel-agent")
+    whole = reconstruct(*records(recording.requests))
+    requests = shuffled_and_split(recording.requests, seed, 3, logs_first=logs_first)
+    assert len(requests) > len(recording.requests)
+    import_refs(db_url, expectation(recording, "reference_id"))
+    with pipeline_server(db_url) as srv:
+        send_requests(srv.http_url, requests)
+        rows = settled(db_url)
+    assert [r["id"] for r in rows] == [recording.conversation_id]
+    assert transcript(db_url, rows[0]["id"]) == [dict(m) for m in whole.messages]
+    calls = [{"name": c.name, "args": c.arguments} for c in whole.tool_calls]
+    assert stored_calls(db_url, rows[0]) == calls

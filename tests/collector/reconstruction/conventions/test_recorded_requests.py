@@ -25,6 +25,10 @@ NOT_YET: dict[str, str] = {
         "LiteLLM's calls are only in the legacy gen_ai.completion.N.function_call.* beside empty "
         "gen_ai.output.messages parts; its history has OpenAI-shaped tool_calls beside empty parts"
     ),
+    "semantic-kernel-agent": (
+        "Semantic Kernel's agent: turn 1's tool results are left out as answering no call, and "
+        "the invoke_agent span's answer comes before the turn's user message"
+    ),
     "pydantic-ai-mcp": (
         "one call seen at three layers (the agent's execute_tool span, FastMCP's client and the "
         "MCP SDK's server tools/call spans) counts three times"
