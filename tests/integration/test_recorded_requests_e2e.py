@@ -78,6 +78,7 @@ NOT_YET.update({("semantic-kernel-agent", style): SEMANTIC_KERNEL for style in S
 NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
 RECORDINGS = {
+    "autogen-openllmetry",
     "langsmith-langgraph",
     "litellm-otel",
     "pydantic-ai-mcp",
