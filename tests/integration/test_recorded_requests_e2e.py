@@ -75,10 +75,22 @@ SEMANTIC_KERNEL = (
     "no call"
 )
 NOT_YET.update({("semantic-kernel-agent", style): SEMANTIC_KERNEL for style in STYLES})
+BEEAI = (
+    "BeeAI through OpenInference, scored with no warning: tool spans' arguments wrapped as "
+    "{'input': {...}, 'options': null}, turn 1's parallel calls merged into one output entry "
+    "(arguments concatenated), the agent's own final_answer counted as a call"
+)
+BEEAI_USER = (
+    BEEAI + "; and the first user message is the prompt the model saw ('Your task: ...'), not "
+    "the agent's input (the agent span's input.value)"
+)
+NOT_YET.update({("beeai-openinference", style): BEEAI for style in STYLES})
+NOT_YET[("beeai-openinference", "user_input")] = BEEAI_USER
 NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
 RECORDINGS = {
     "autogen-openllmetry",
+    "beeai-openinference",
     "langsmith-langgraph",
     "litellm-otel",
     "pydantic-ai-mcp",
