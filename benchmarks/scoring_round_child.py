@@ -37,7 +37,7 @@ WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
         ("storage.telemetry.spans", "decode_spans"),
     ),
     "reconstruct": (("collector.reconstruction.rebuild", "reconstruct"),),
-    "match": (("collector.pipeline.score", "_Matcher.match"),),
+    "match": (("collector.pipeline.matching", "Matcher.match"),),
     "score": (("collector.pipeline.score", "_evaluate"),),
     "rows": (
         ("collector.pipeline.score", "_call_rows"),

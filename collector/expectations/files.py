@@ -3,7 +3,8 @@
 A file holds expectations, each with an ``id``, ``reference_tool_calls`` (Ragas form: a list of
 ``{name, args}``, or groups of them as lists), and optionally ``user_input`` (a string or Ragas
 messages), ``metrics`` (metric instance names of the scoring config) and ``match``
-(``{conversation_id: str | [str, ...], user_input: str}``). YAML and JSON files are a list of
+(``conversation_id``, ``user_input`` text or ``{regex}``, ``attributes``, ``priority``: checked by
+storage/expectations/rules.py). YAML and JSON files are a list of
 expectations or a mapping ``{expectations: [...]}``; JSONL files have one Ragas sample per line.
 
 A file is accepted whole or not at all: every problem found is reported with where it is (line for
@@ -14,6 +15,7 @@ Reading records from the text is collector/expectations/reading.py; the checks a
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,9 @@ from toolscore.collector.expectations.reading import (
     Segment,
     format_path,
 )
-from toolscore.storage.expectations.repository import ExpectationData, normalize_user_input
+from toolscore.storage.expectations.repository import ExpectationData
+from toolscore.storage.expectations.rules import match_problems, regex_of
+from toolscore.storage.expectations.templates import template_problems
 
 FORMATS_BY_SUFFIX: Mapping[str, Format] = {
     ".yaml": "yaml",
@@ -40,7 +44,6 @@ FORMATS_BY_SUFFIX: Mapping[str, Format] = {
 EXPECTATION_KEYS = ("id", "reference_tool_calls", "user_input", "metrics", "match")
 # Other fields of a Ragas MultiTurnSample: allowed in a sample, not used here.
 RAGAS_SAMPLE_KEYS = frozenset({"reference", "rubrics", "reference_topics"})
-MATCH_KEYS = ("conversation_id", "user_input")
 MESSAGE_TYPES = ("human", "ai", "tool")
 
 
@@ -139,7 +142,10 @@ class _Checker(Reader):
         match = self.match(record, (*p, "match"), value.get("match"))
         if not isinstance(ident, str):
             return None
-        return ExpectationData(ident, reference, user_input, metrics, match)
+        item = ExpectationData(ident, reference, user_input, metrics, match)
+        if regex_of(match) is not None:
+            self.templates(record, p, item)
+        return item
 
     def reference(self, record: Record, p: tuple[Segment, ...], value: Any) -> list[Any]:
         if not isinstance(value, list):
@@ -242,28 +248,18 @@ class _Checker(Reader):
     def match(self, record: Record, p: tuple[Segment, ...], value: Any) -> dict[str, Any] | None:
         if value is None:
             return None
-        if not isinstance(value, dict) or not value:
-            self.fail(record, p, "must be a mapping with conversation_id and/or user_input")
-            return None
-        for key in value:
-            if key not in MATCH_KEYS:
-                self.fail(record, (*p, key), "unknown key (expected conversation_id, user_input)")
-        if "conversation_id" in value:
-            cid = value["conversation_id"]
-            ok = (isinstance(cid, str) and cid != "") or (
-                isinstance(cid, list) and cid and all(isinstance(c, str) and c for c in cid)
-            )
-            if not ok:
-                self.fail(
-                    record,
-                    (*p, "conversation_id"),
-                    "must be a non-empty string or a non-empty list of them",
-                )
-        if "user_input" in value:
-            text = value["user_input"]
-            if not isinstance(text, str) or not normalize_user_input(text):
-                self.fail(record, (*p, "user_input"), "must be a non-blank string")
-        return dict(value)
+        for where, message in match_problems(value):
+            self.fail(record, (*p, *where), message)
+        return dict(value) if isinstance(value, dict) else None
+
+    def templates(self, record: Record, p: tuple[Segment, ...], item: ExpectationData) -> None:
+        """Templates name the regex's groups with known filters; none without a regex."""
+        try:
+            groups = re.compile(regex_of(item.match) or "").groupindex
+        except re.error:  # reported with the match
+            return
+        for where, message in template_problems(item.reference_tool_calls, groups):
+            self.fail(record, (*p, "reference_tool_calls", *where), message)
 
     def json_values(self, record: Record, p: tuple[Segment, ...], value: Any) -> None:
         """Only what JSON can hold: YAML also has non-string keys, NaN, infinities, binary."""

@@ -17,22 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolscore.collector.pipeline.carry import after_pruning
+from toolscore.collector.pipeline.matching import Found, Matcher
 from toolscore.collector.pipeline.not_evaluated import mark_not_evaluated, unrecorded
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
-from toolscore.collector.reconstruction.conversation_keys import normalize_user_input
 from toolscore.collector.reconstruction.rebuild import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
 from toolscore.storage.conversations.reading import ScoringHead, heads_and_traces
 from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
-from toolscore.storage.conversations.unmatched import unmatched_reason
 from toolscore.storage.database import Connection, Engine
-from toolscore.storage.expectations.repository import (
-    ExpectationRow,
-    find_by_conversation_id,
-    find_by_id,
-    find_by_user_input,
-)
+from toolscore.storage.expectations.templates import TemplateError, fill
 from toolscore.storage.history.evaluations import Revision, write_revisions
 from toolscore.storage.plumbing.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.records import LogRecordData, SpanRecord
@@ -106,48 +100,6 @@ def _evaluate(
             }
         )
     return tuple(rows), None
-
-
-class _Matcher:
-    """``storage.expectations.repository.match_expectation``'s rules and order, with the lookups by
-    id and
-    by user input memoised for one round (many conversations share them)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self._by_id: dict[str, ExpectationRow | None] = {}
-        self._by_text: dict[str, ExpectationRow | None] = {}
-
-    def match(
-        self, reference_id: str | None, conversation_id: str, first_user_message: str | None
-    ) -> ExpectationRow | None:
-        if reference_id:
-            if reference_id not in self._by_id:
-                self._by_id[reference_id] = find_by_id(self._conn, reference_id)
-            if (found := self._by_id[reference_id]) is not None:
-                return found
-        if (found := find_by_conversation_id(self._conn, conversation_id)) is not None:
-            return found
-        # Made storable: a NUL in a query parameter fails the whole statement on PostgreSQL.
-        norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
-        if not norm:
-            return None
-        if norm not in self._by_text:
-            self._by_text[norm] = find_by_user_input(self._conn, norm)
-        return self._by_text[norm]
-
-    def why_not(
-        self, reference_id: str | None, conversation_id: str, first_user_message: str | None
-    ) -> str:
-        """Why :meth:`match` found nothing (``storage.conversations.unmatched``)."""
-        norm = storable_text(normalize_user_input(first_user_message)) if first_user_message else ""
-        why = unmatched_reason(
-            self._conn,
-            reference_id=reference_id,
-            conversation_id=conversation_id,
-            normalized_message=norm or None,
-        )
-        return storable_text(why)
 
 
 def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
@@ -224,7 +176,7 @@ def _unread_reason(unread: Sequence[str]) -> str:
 
 
 def _compute_one(
-    matcher: _Matcher,
+    matcher: Matcher,
     row: ScoringHead,
     spans: Sequence[SpanRecord],
     logs: Sequence[LogRecordData],
@@ -248,27 +200,34 @@ def _compute_one(
     first = _text_or_none(rec.first_user_message)
     if first is not rec.first_user_message:
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
-    expectation = matcher.match(row.reference_id, row.id, rec.first_user_message)
-    warning = _text_or_none(rec.unrecognised) if not calls else None
+    facts = matcher.facts(spans, rec.first_user_message)
+    found = matcher.match(row.reference_id, row.id, facts)
+    warnings = [w for w in (rec.unrecognised if not calls else None, found and found.warning) if w]
     common: dict[str, Any] = {
         "first_user_message": first,
         "calls": calls,
-        "warning": warning,
+        "warning": _text_or_none("; ".join(warnings)) if warnings else None,
         **base,
     }
     matched: dict[str, Any] = {}
-    if expectation is not None:
-        matched = {"expectation_id": expectation.id, "expectation_version": expectation.version}
+    if found is not None:
+        matched = {"expectation_id": found.row.id, "expectation_version": found.row.version}
     if rec.unread:  # scoring a conversation with a part missing would score the wrong thing
         reason = storable_text(_unread_reason(rec.unread))
         return _Computed(status=STATUS_ERROR, error=reason, **matched, **common)
-    if expectation is None:
-        why = matcher.why_not(row.reference_id, row.id, rec.first_user_message)
+    if found is None:
+        why = matcher.why_not(row.reference_id, row.id, facts)
         return _Computed(status=STATUS_UNMATCHED, unmatched_reason=why, **common)
+    reference, filled, error = _reference(found)
+    if error is not None:
+        return _Computed(status=STATUS_ERROR, error=storable_text(error), **matched, **common)
+    expectation = found.row
     names = list(expectation.metrics) if expectation.metrics is not None else None
-    rows, error = _evaluate(config, names, messages, expectation.reference_tool_calls)
+    rows, error = _evaluate(config, names, messages, reference)
     missing = unrecorded(rec.tool_calls, kept)  # not evaluable is not zero
     rows = mark_not_evaluated(rows, config.instances, missing, len(calls))
+    if filled:  # what the templates took, so the history explains the reference it used
+        rows = tuple({**r, "details": {**r["details"], "template_values": filled}} for r in rows)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),
@@ -276,6 +235,18 @@ def _compute_one(
         **matched,
         **common,
     )
+
+
+def _reference(found: Found) -> tuple[Any, dict[str, Any], str | None]:
+    """The expectation's reference with its templates filled, what they took, or an error."""
+    reference = found.row.reference_tool_calls
+    if not found.values:
+        return reference, {}, None  # no named groups: nothing to fill
+    try:
+        filled, used = fill(reference, found.values)
+    except TemplateError as exc:
+        return None, {}, f"expectation {found.row.id!r}: {exc}"
+    return (filled, used, None) if used else (reference, {}, None)
 
 
 def compute(
@@ -304,7 +275,7 @@ def compute(
     for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
-    matcher = _Matcher(conn)
+    matcher = Matcher(conn)
     return [
         _refused(r, refuse[r.id])
         if r.id in refuse

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, select, update
 
 from toolscore.storage.conversations.user_input import normalize_user_input
+from toolscore.storage.expectations.rules import match_problems
 from toolscore.storage.expectations.tables import (
     EXPECTATIONS,
     MATCH_IDS,
@@ -101,7 +102,8 @@ def import_expectations(
 
     Atomic: when ``conn`` has no transaction yet, one is begun and committed here; otherwise the
     work joins the caller's transaction (the caller commits or rolls back). Duplicate ids in
-    ``items`` raise ``ValueError`` before anything is written.
+    ``items`` and an invalid ``match`` (``rules.match_problems``) raise ``ValueError`` before
+    anything is written.
     """
     batch = list(items)
     seen: set[str] = set()
@@ -109,6 +111,10 @@ def import_expectations(
         if item.id in seen:
             raise ValueError(f"duplicate expectation id {item.id!r} in one import")
         seen.add(item.id)
+        if item.match is not None and (problems := match_problems(item.match)):
+            where, message = problems[0]
+            path = ".".join(str(w) for w in ("match", *where))
+            raise ValueError(f"expectation {item.id!r}: {path}: {message}")
     created_at = as_utc(now) if now is not None else datetime.now(UTC)
 
     if conn.in_transaction():

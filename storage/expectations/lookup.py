@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy import Connection, and_, bindparam, func, select
 from sqlalchemy.engine import RowMapping
 
 from toolscore.storage.conversations.user_input import normalize_user_input
+from toolscore.storage.expectations.rules import is_rule
 from toolscore.storage.expectations.tables import EXPECTATIONS, MATCH_IDS, ExpectationRow, row_of
 
 # The statements scoring runs for every round or conversation are built once, with bound
@@ -99,6 +100,35 @@ def find_by_user_input(conn: Connection, normalized_text: str) -> ExpectationRow
     """
     rows = conn.execute(_by_user_input(), {"text": normalized_text}).mappings().all()
     return _smallest_id(rows)
+
+
+def all_by_user_input(conn: Connection, normalized_text: str) -> list[ExpectationRow]:
+    """Every latest expectation whose normalised ``match.user_input`` is ``normalized_text``."""
+    rows = conn.execute(_by_user_input(), {"text": normalized_text}).mappings().all()
+    return [row_of(m) for m in rows]
+
+
+def expectations_stamp(conn: Connection) -> tuple[Any, ...]:
+    """Changes whenever an import adds a version (rows are only ever added): the number of
+    stored versions, the newest one's time and the largest content digest (which tells two
+    databases apart that happen to agree on the first two). Tells a cached rule index it is
+    stale."""
+    return tuple(conn.execute(_stamp()).one())
+
+
+@cache
+def _stamp() -> Any:
+    e = EXPECTATIONS.c
+    return select(func.count(), func.max(e.created_at), func.max(e.content_hash))
+
+
+def latest_rules(conn: Connection) -> list[ExpectationRow]:
+    """The latest version of every expectation with a match rule (a user-input regex or
+    attribute constraints)."""
+    stmt = select(EXPECTATIONS).where(
+        EXPECTATIONS.c.is_latest.is_(True), EXPECTATIONS.c.match.is_not(None)
+    )
+    return [row_of(m) for m in conn.execute(stmt).mappings() if is_rule(m["match"])]
 
 
 def _smallest_id(candidates: Sequence[RowMapping]) -> ExpectationRow | None:

@@ -151,7 +151,8 @@ def test_every_problem_is_reported_not_just_the_first() -> None:
         "r.json: [0].metrics: must be a non-empty list of metric instance names (omit for all)",
         "r.json: [1].id: must be a string, got int",
         "r.json: [1].reference_tool_calls: must be a list of tool calls, got a mapping",
-        "r.json: [1].match.conversation: unknown key (expected conversation_id, user_input)",
+        "r.json: [1].match.conversation: unknown key "
+        "(expected conversation_id, user_input, attributes, priority)",
     ]
 
 
@@ -237,3 +238,41 @@ def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + b'[{"id": "a", "reference_tool_calls": []}]')
 
     assert [i.id for i in load_refs_file(path)] == ["a"]
+
+
+def test_rules_and_templates_are_checked_with_their_place() -> None:
+    doc = """\
+- id: book
+  match:
+    user_input: {regex: "table for (?P<n>\\\\d+)"}
+    attributes: {gen_ai.agent.name: [booking, booker], service.version: {regex: "^2"}}
+    priority: 3
+  reference_tool_calls:
+    - {name: book_table, args: {party_size: "{n|int}", note: "for {n}"}}
+- id: bad-regex
+  match: {user_input: {regex: "table ("}}
+  reference_tool_calls: []
+- id: bad-template
+  match: {user_input: {regex: "for (?P<n>\\\\d+)"}}
+  reference_tool_calls:
+    - {name: f, args: {a: "{city}", b: "{n|round}"}}
+"""
+    with pytest.raises(RefsFileError) as excinfo:
+        parse_refs_text(doc, "yaml", source="r.yaml")
+    problems = _problems(excinfo)
+    assert problems[0].startswith("r.yaml:9: [1].match.user_input.regex: invalid regular")
+    assert problems[1:] == [
+        "r.yaml:14: [2].reference_tool_calls[0].args.a: {city} names no named group of "
+        "match.user_input.regex (its groups: n)",
+        "r.yaml:14: [2].reference_tool_calls[0].args.b: unknown filter 'round' in {n|round} "
+        "(int, float, lower, upper)",
+    ]
+    valid = parse_refs_text(doc.split("- id: bad-regex")[0], "yaml", source="r.yaml")
+    assert valid[0].match == {
+        "user_input": {"regex": r"table for (?P<n>\d+)"},
+        "attributes": {
+            "gen_ai.agent.name": ["booking", "booker"],
+            "service.version": {"regex": "^2"},
+        },
+        "priority": 3,
+    }
