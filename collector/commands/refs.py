@@ -1,5 +1,5 @@
-"""``toolscore refs import|list|show``: manage the reference expectations conversations are scored
-against.
+"""``toolscore refs import|list|show|promote``: manage the reference expectations conversations
+are scored against.
 
 Expectation ids, calls and match rules come from imported files: the text output escapes their
 control and bidi characters (``toolscore.collector.views.safe_text``), the JSON output as
@@ -67,7 +67,32 @@ def register(subparsers: Any) -> None:
     show.add_argument("--json", action="store_true", help="JSON output for scripts")
     show.set_defaults(handler=_show)
 
+    _register_promote(sub)
     parser.set_defaults(handler=lambda _args: _usage(parser))
+
+
+def _register_promote(sub: Any) -> None:
+    from toolscore.collector.expectations.promote import MATCH_BY
+
+    promote = sub.add_parser(
+        "promote",
+        help="print what a conversation called as an expectation (refs import YAML), or import it",
+    )
+    promote.add_argument("conversation_id", metavar="CONVERSATION_ID")
+    promote.add_argument("--id", default=None, help="expectation id (default: promoted-<id>)")
+    promote.add_argument(
+        "--match",
+        choices=MATCH_BY,
+        default="conversation_id",
+        help="how conversations find it: this conversation's id, its first user message "
+        "exactly, or a regex of that message to edit (default: conversation_id)",
+    )
+    promote.add_argument("--import", dest="do_import", action="store_true", help="import it now")
+    promote.add_argument(
+        "--force", action="store_true", help="promote a conversation rebuilt with warnings"
+    )
+    add_db_argument(promote)
+    promote.set_defaults(handler=_promote)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -111,6 +136,43 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _promote(args: argparse.Namespace) -> int:
+    from toolscore.collector.expectations.promote import (
+        PromoteError,
+        expectations_yaml,
+        promote,
+    )
+    from toolscore.storage.expectations.repository import import_expectations
+
+    engine = open_database(args, "conversations", hint="run `toolscore serve` first")
+    try:
+        with database_errors(database_url(args), "promote failed"), engine.connect() as conn:
+            try:
+                found = promote(
+                    conn,
+                    args.conversation_id,
+                    expectation_id=args.id,
+                    match_by=args.match,
+                    force=args.force,
+                )
+            except PromoteError as exc:
+                raise Failure("".join([str(exc), *(f"\n  {p}" for p in exc.problems)])) from None
+            report = None
+            if args.do_import:
+                report = import_expectations(conn, [found.expectation])
+                conn.commit()
+    finally:
+        engine.dispose()
+    for warning in found.warnings:
+        print(terminal_safe(f"warning (forced): {warning}"), file=sys.stderr)
+    if report is None:
+        sys.stdout.write(expectations_yaml([found.expectation]))
+        return 0
+    entry = report.entries[0]
+    print(terminal_safe(f"{entry.status:9} {entry.id} v{entry.version}"))
+    return 0
+
+
 def _open(args: argparse.Namespace) -> Engine:
     """An engine on a database that has the expectations table."""
     return open_database(
@@ -134,8 +196,9 @@ def describe_match(match: Any) -> str:
     cid = match.get("conversation_id")
     if cid is not None:
         parts.append("conversation_id=" + (",".join(cid) if isinstance(cid, list) else str(cid)))
-    if match.get("user_input") is not None:
-        parts.append("user_input=" + json.dumps(match["user_input"], ensure_ascii=False))
+    for key in ("user_input", "attributes", "priority"):
+        if match.get(key) is not None:
+            parts.append(f"{key}=" + json.dumps(match[key], ensure_ascii=False))
     return " ".join(parts)
 
 

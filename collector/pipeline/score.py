@@ -263,6 +263,29 @@ def compute(
     Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
     that reason."""
     refuse = refuse or {}
+    rows, spans, logs, pruned = load_telemetry(conn, ids, refuse)
+    matcher = Matcher(conn)
+    return [
+        _refused(r, refuse[r.id])
+        if r.id in refuse
+        else _compute_one(
+            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
+        )
+        for r in rows
+    ]
+
+
+def load_telemetry(
+    conn: Connection, ids: Sequence[str], refuse: Mapping[str, str] | None = None
+) -> tuple[
+    list[ScoringHead],
+    dict[str, list[SpanRecord]],
+    dict[str, list[LogRecordData]],
+    dict[str, Carried],
+]:
+    """The conversations of ``ids`` that exist, their spans and log records (those in
+    ``refuse`` not loaded), and what pruned conversations carry from their deleted telemetry."""
+    refuse = refuse or {}
     rows, trace_conv = heads_and_traces(conn, ids, without_traces=refuse)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     logs: dict[str, list[LogRecordData]] = defaultdict(list)
@@ -275,15 +298,7 @@ def compute(
     for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:
             logs[trace_conv[log.trace_id]].append(log)
-    matcher = Matcher(conn)
-    return [
-        _refused(r, refuse[r.id])
-        if r.id in refuse
-        else _compute_one(
-            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
-        )
-        for r in rows
-    ]
+    return rows, spans, logs, pruned
 
 
 def _refused(row: ScoringHead, reason: str) -> _Computed:
