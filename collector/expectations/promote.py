@@ -23,7 +23,7 @@ from toolscore.collector.pipeline.score import load_telemetry
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.rebuild import Reconstruction, reconstruct
-from toolscore.storage.database import Connection
+from toolscore.storage.database import Connection, Engine
 from toolscore.storage.expectations.repository import ExpectationData
 
 MatchBy = Literal["conversation_id", "user_input", "regex"]
@@ -76,6 +76,23 @@ def promote(
         match=_match(conversation_id, first, match_by),
     )
     return Promotion(item, warnings)
+
+
+def promote_conversation(
+    engine: Engine, conversation_id: str, *, match: str = "conversation_id", force: bool = False
+) -> str:
+    """The expectation of :func:`promote` as ``refs import`` YAML text (for a front end that
+    shows it to review); ``PromoteError``'s message then lists the warnings too."""
+    if match not in MATCH_BY:
+        raise PromoteError(f"unknown match {match!r} (expected {', '.join(MATCH_BY)})")
+    with engine.connect() as conn:
+        try:
+            found = promote(conn, conversation_id, match_by=match, force=force)  # type: ignore[arg-type]
+        except PromoteError as exc:
+            raise PromoteError("; ".join([str(exc), *exc.problems]), exc.problems) from None
+        finally:
+            conn.rollback()
+    return expectations_yaml([found.expectation])
 
 
 def _warnings(rec: Reconstruction, has_calls: bool) -> tuple[str, ...]:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from tests.collector.conventions import four_calls as fc
 from tests.collector.otlp_replay import replay
 from tests.collector.pipeline.e2e import (
     current_scores,
@@ -22,6 +21,7 @@ from tests.collector.pipeline.e2e import (
     ragas_scores,
     wait_scored,
 )
+from tests.collector.reconstruction.conventions import four_calls as fc
 from tests.collector.recording import RECORDED, load_recording
 from toolscore.storage.conversations.tables import evaluations
 from toolscore.storage.expectations.repository import ExpectationData

@@ -9,11 +9,11 @@ import re
 import pytest
 from sqlalchemy import Engine, select
 
+from tests.collector.commands.test_refs_command import toolscore
 from tests.collector.pipeline.test_score import NOW, fixture_spans, store
 from tests.collector.recording import RECORDED, load_recording
-from tests.collector.test_refs_command import toolscore
 from toolscore.collector.expectations.files import parse_refs_text
-from toolscore.collector.expectations.promote import PromoteError, promote
+from toolscore.collector.expectations.promote import PromoteError, promote, promote_conversation
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.scorer import default_config
@@ -71,3 +71,12 @@ def test_a_rebuild_with_warnings_is_refused_unless_forced(engine: Engine, db_url
 def test_the_use_case_names_what_it_cannot_do(engine: Engine) -> None:
     with engine.connect() as conn, pytest.raises(PromoteError, match="no conversation 'nope'"):
         promote(conn, "nope")
+
+
+def test_the_front_end_helper_returns_the_yaml_or_the_warnings(engine: Engine) -> None:
+    spans, predicted = fixture_spans()
+    conv = store(engine, spans)
+    (item,) = parse_refs_text(promote_conversation(engine, conv, match="user_input"), "yaml")
+    assert item.reference_tool_calls == predicted and item.match == {"user_input": QUESTION}
+    with pytest.raises(PromoteError, match="unknown match 'fuzzy'"):
+        promote_conversation(engine, conv, match="fuzzy")
