@@ -177,7 +177,14 @@ ARROWS: dict[str, set[str]] = {
         "collector.ingest",
         "storage.*",
     },
-    "collector.expectations": {"scorer", "storage.expectations"},
+    "collector.expectations": {
+        "scorer",
+        "storage.expectations",
+        "storage.database",
+        # promotion: a conversation rebuilt as scoring rebuilds it
+        "collector.pipeline",
+        "collector.reconstruction",
+    },
     "collector.views": {
         "collector.reconstruction",
         "collector.export",
