@@ -87,7 +87,7 @@ def promote_conversation(
         raise PromoteError(f"unknown match {match!r} (expected {', '.join(MATCH_BY)})")
     with engine.connect() as conn:
         try:
-            found = promote(conn, conversation_id, match_by=match, force=force)  # type: ignore[arg-type]
+            found = promote(conn, conversation_id, match_by=match, force=force)
         except PromoteError as exc:
             raise PromoteError("; ".join([str(exc), *exc.problems]), exc.problems) from None
         finally:
