@@ -45,7 +45,9 @@ def ui_extension(
         if listen is None:
             return Extension()
         live = LiveStatus(spans_per_second=_IngestRate(ctx.metrics.accepted))
-        config = UiConfig(ctx.engine, ctx.settings.auth_token, ctx.scoring_config, live)
+        config = UiConfig(
+            ctx.engine, ctx.settings.auth_token, ctx.scoring_config, live, ctx.evaluations_written
+        )
         server = UiServer(config, listen.host, listen.port)
         if started is not None:
             started(server)

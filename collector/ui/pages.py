@@ -7,7 +7,6 @@ frozen dataclasses); the HTML is the templates' business.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,6 @@ from toolscore.storage.conversations.browse import (
     ConversationFilter,
     PageKey,
     coverage,
-    expectation_counts,
     page,
     revisions,
 )
@@ -41,31 +39,66 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def overview(engine: Engine, live: LiveStatus | None) -> dict[str, Any]:
-    from toolscore.collector.views.report import load_report
+def aggregates(engine: Engine) -> dict[str, Any]:
+    """The overview's figures that scan the period (cached by the server)."""
+    from toolscore.storage.history.overview import daily_summary
+    from toolscore.storage.history.reports import worst_scores
+    from toolscore.storage.history.tool_scores import most_often_wrong
+
+    now = _now()
+    today = now.date()
+    since = today - dt.timedelta(days=REPORT_DAYS - 1)
+    start = dt.datetime.combine(since, dt.time(), dt.UTC)
+    with engine.connect() as conn:
+        days = daily_summary(conn, start, now + dt.timedelta(seconds=1))
+        day = coverage(conn, now - dt.timedelta(days=1))
+        week = coverage(conn, now - dt.timedelta(days=7))
+        tools = tuple(most_often_wrong(conn, since, today, None, limit=10))
+        worst = worst_scores(conn, since, today, None, limit=10)
+    return {
+        "series": _series(days),
+        "coverage": {"last 24 hours": day, "last 7 days": week},
+        "tools": tools,
+        "worst": worst,
+        "since": since,
+        "until": today,
+        "computed_at": now,
+    }
+
+
+def _series(days: list[Any]) -> list[Any]:
+    """Day summaries as the report's ``Series`` (no percentile band), one per expectation and
+    metric, so the report's chart draws them."""
+    from toolscore.collector.views.report.data import DailyPoint, Series
+
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    limits: dict[tuple[str, str], float] = {}
+    for d in days:
+        point = DailyPoint(d.day, d.evaluations, d.scored, d.mean, None, None, None, d.pass_rate)
+        grouped.setdefault((d.expectation_id, d.metric), []).append(point)
+        limits[(d.expectation_id, d.metric)] = d.threshold
+    return [Series(e, m, tuple(points), limits[(e, m)]) for (e, m), points in grouped.items()]
+
+
+def overview(engine: Engine, figures: dict[str, Any], live: LiveStatus | None) -> dict[str, Any]:
     from toolscore.collector.views.report.html import chart_svg
     from toolscore.storage.conversations.backlog import backlog
 
-    today = _now().date()
-    since = today - dt.timedelta(days=REPORT_DAYS - 1)
     with engine.connect() as conn:
-        report = load_report(conn, since, today)
-        day = coverage(conn, _now() - dt.timedelta(days=1))
-        week = coverage(conn, _now() - dt.timedelta(days=7))
         waiting = backlog(conn, _now())
+    today = figures["until"].isoformat()
     series = [
         {
             "series": s,
-            "today": next((p for p in s.points if p.day == today.isoformat()), None),
-            "chart": Markup(chart_svg(s, since, today)),  # chart_svg escapes its text
+            "today": next((p for p in s.points if p.day == today), None),
+            "chart": Markup(chart_svg(s, figures["since"], figures["until"])),
         }
-        for s in report.series
+        for s in figures["series"]
     ]
     return {
+        **figures,
         "title": "Overview",
-        "report": report,
         "series": series,
-        "coverage": {"last 24 hours": day, "last 7 days": week},
         "backlog": waiting,
         "ingest_rate": live.spans_per_second() if live else None,
         "live": live is not None,
@@ -199,34 +232,46 @@ def rescore(engine: Engine, cid: str, scoring_config: Any | None) -> str:
     return rescore_one(engine, cid, scoring_config)
 
 
-def expectation_list(engine: Engine) -> dict[str, Any]:
+def expectation_list(engine: Engine, figures: dict[str, Any]) -> dict[str, Any]:
     from toolscore.storage.expectations.lookup import list_expectations
 
     with engine.connect() as conn:
         rows = list_expectations(conn)
-        matched = expectation_counts(conn)
-    return {"title": "Expectations", "rows": rows, "matched": matched}
+    evaluated: dict[str, int] = {}
+    trend: dict[str, Any] = {}
+    for s in figures["series"]:  # conversations evaluated: the first metric's evaluations
+        if s.expectation_id not in evaluated:
+            evaluated[s.expectation_id] = s.evaluations
+            trend[s.expectation_id] = s
+    return {
+        "title": "Expectations",
+        "rows": rows,
+        "evaluated": evaluated,
+        "trend": trend,
+        "days": REPORT_DAYS,
+    }
 
 
 def expectation(engine: Engine, eid: str) -> dict[str, Any] | None:
-    from toolscore.collector.views.report import load_report
     from toolscore.collector.views.report.html import chart_svg
     from toolscore.storage.expectations.lookup import list_versions
+    from toolscore.storage.history.overview import daily_summary
 
-    today = _now().date()
+    now = _now()
+    today = now.date()
     since = today - dt.timedelta(days=REPORT_DAYS - 1)
+    start = dt.datetime.combine(since, dt.time(), dt.UTC)
     with engine.connect() as conn:
         versions = list_versions(conn, eid)
         if not versions:
             return None
-        report = load_report(conn, since, today, expectation_id=eid)
-        matched = expectation_counts(conn).get(eid, 0)
-    charts = [(s, Markup(chart_svg(s, since, today))) for s in report.series]
+        days = daily_summary(conn, start, now + dt.timedelta(seconds=1), eid)
+    series = _series(days)
     return {
         "title": f"Expectation {eid}",
         "eid": eid,
         "versions": versions,
-        "charts": charts,
-        "matched": matched,
-        "as_json": lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str),
+        "charts": [(s, Markup(chart_svg(s, since, today))) for s in series],
+        "evaluated": series[0].evaluations if series else 0,
+        "days": REPORT_DAYS,
     }

@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from toolscore.collector.ui import pages
+from toolscore.collector.ui.cache import Cached
 from toolscore.collector.ui.render import render
 from toolscore.storage.database import Engine
 
@@ -28,6 +29,7 @@ log = logging.getLogger("toolscore.ui")
 
 STATIC = Path(__file__).parent / "static"
 COOKIE = "toolscore_ui"
+FIGURES_TTL_S = 30.0  # the overview's period figures: recomputed at most this often
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # Pages only load their own styles and script; nothing may frame them.
@@ -50,6 +52,7 @@ class UiConfig:
     auth_token: str | None = None
     scoring_config: Any | None = None  # for re-scoring (None: the default metrics)
     live: pages.LiveStatus | None = None  # serve's ingest and backlog figures, when in serve
+    changed: Any | None = None  # a Signal emitted when scores were written (serve)
 
 
 def _cookie_value(token: str) -> str:
@@ -63,6 +66,9 @@ class Ui:
     def __init__(self, config: UiConfig) -> None:
         self.config = config
         self._csrf_key = secrets.token_bytes(32)
+        self._figures = Cached(ttl_s=FIGURES_TTL_S)
+        if config.changed is not None:
+            config.changed.subscribe(lambda: self._figures.invalidate("overview"))
         self.app = web.Application(middlewares=[self._headers, self._auth])
         self.app.add_routes(
             [
@@ -129,8 +135,19 @@ class Ui:
         context.setdefault("auth", self.config.auth_token is not None)
         return web.Response(text=render(template, **context), content_type="text/html")
 
+    async def _aggregates(self) -> dict[str, Any]:
+        figures: dict[str, Any] = await self._figures.get(
+            "overview", lambda: self._read(pages.aggregates)
+        )
+        return figures
+
+    def warm(self) -> None:
+        """Start computing the overview's figures now, before anyone asks."""
+        task = asyncio.get_running_loop().create_task(self._aggregates())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
     async def overview(self, request: web.Request) -> web.Response:
-        data = await self._read(pages.overview, self.config.live)
+        data = await self._read(pages.overview, await self._aggregates(), self.config.live)
         return self._page("overview.html", **data)
 
     async def conversations(self, request: web.Request) -> web.Response:
@@ -159,7 +176,7 @@ class Ui:
         raise web.HTTPSeeOther(f"/conversation?id={_quote(cid)}&notice={_quote(notice)}")
 
     async def expectations(self, request: web.Request) -> web.Response:
-        data = await self._read(pages.expectation_list)
+        data = await self._read(pages.expectation_list, await self._aggregates())
         return self._page("expectations.html", **data)
 
     async def expectation(self, request: web.Request) -> web.Response:
@@ -231,6 +248,7 @@ class UiServer:
         sockets = getattr(server, "sockets", None) or ()
         self.port = sockets[0].getsockname()[1] if sockets else self._port
         log.info("web UI on http://%s:%d/", self._host, self.port)
+        self.ui.warm()
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, select
+from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
@@ -336,3 +336,10 @@ def in_ids(dialect: Dialect, column: ColumnElement[Any], name: str = "ids") -> C
     if dialect.name == "postgresql":
         return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
     return column.in_(bindparam(name, expanding=True))
+
+
+def utc_day(dialect: Dialect, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The UTC day (``YYYY-MM-DD`` text) of a ``UtcDateTime`` column, for grouping by day."""
+    if dialect.name == "postgresql":
+        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+    return func.date(column)
