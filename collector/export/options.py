@@ -8,8 +8,8 @@ endpoint, nothing is exported.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 
 from toolscore.collector.configuration import FileSection, add_options, resolve
 from toolscore.collector.export.settings import (

@@ -39,6 +39,7 @@ from toolscore.collector.otlp.values import (
     any_value,
     attributes,
 )
+from toolscore.collector.reconstruction.conversation_keys import expand
 from toolscore.storage.records import SPAN_SETTERS, LogRecordData, SpanEvent, SpanLink, SpanRecord
 
 DEFAULT_MAX_ATTRIBUTE_BYTES = 64 * 1024
@@ -226,7 +227,7 @@ def _key_problem(attrs: Mapping[str, Any], limits: DecodeLimits) -> str | None:
     problem = key_problem(attrs, limits.key_attributes, limits.max_key_bytes)
     cut = attrs.get(TRUNCATED_ATTRIBUTE)
     if problem is None and cut:  # an id shortened to the attribute limit would be another id
-        for key in limits.key_attributes:
+        for key in expand(limits.key_attributes, attrs):
             if key in cut:
                 return f"attribute {key} is longer than the attribute size limit"
     return problem

@@ -21,6 +21,7 @@ from typing import Any
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
+    expand,
 )
 
 MAX_INT64 = 2**63 - 1
@@ -43,7 +44,7 @@ def key_problem(attrs: Mapping[str, Any], keys: Sequence[str], max_bytes: int) -
     values count,
     as their stripped text (numbers are short, so only strings need checking).
     """
-    for key in keys:
+    for key in expand(tuple(keys), attrs):
         value = attrs.get(key)
         if type(value) is not str:
             continue

@@ -30,6 +30,7 @@ from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
     conversation_id_for_trace,
+    matches,
     reference_id_for,
     span_order,
 )
@@ -86,7 +87,7 @@ def _summarise(
         # Only ask about keys the trace carries at all: most carry one or none (hot path).
         resources = {id(s.resource_attributes): s.resource_attributes for s in ordered}
         present = set().union(*[s.attributes for s in ordered], *resources.values())
-        keys = [k for k in keys_of if k in present]
+        keys = [k for k in keys_of if matches(k, present)]
         out.append(
             _TraceInBatch(
                 trace_id=trace_id,

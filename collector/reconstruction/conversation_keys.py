@@ -4,11 +4,18 @@ Instrumentations name the conversation under different keys (docs/conventions.md
 often only on some spans: the framework's spans may carry the session while the app's root span
 carries the reference id. So a trace is looked at as a whole: the first key (in list order) that
 any span or the resource carries, with a non-empty value, names the conversation.
+
+A key with ``*`` is a pattern (``*.metadata.thread_id``: any attribute whose name ends so), for the
+metadata SDKs copy onto spans under their own prefix (LangSmith's ``langsmith.metadata.<key>``,
+Langfuse's ``langfuse.trace.metadata.<key>``, the AI SDK's ``ai.telemetry.metadata.<key>``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from functools import cache
 
 from toolscore.storage.conversations.user_input import (
     normalize_user_input,  # matching's form, owned by storage
@@ -34,11 +41,73 @@ DEFAULT_CONVERSATION_KEYS: tuple[str, ...] = (
     "gcp.vertex.agent.session_id",  # Google ADK call_llm spans
     "langfuse.trace.metadata.session_id",
     "group_id",  # OpenAI Agents SDK thread id, as Logfire exports it
+    "langsmith.metadata.thread_id",  # LangSmith's OTel export: LangGraph's thread, its threads
+    "langsmith.metadata.session_id",
+    "langsmith.metadata.conversation_id",
+    "ai.settings.context.sessionId",  # Vercel AI SDK 7 with @ai-sdk/otel
+    # the rule for metadata an SDK copies onto spans under its own prefix
+    "*.metadata.thread_id",
+    "*.metadata.session_id",
+    "*.metadata.conversation_id",
+    "*.metadata.threadId",
+    "*.metadata.sessionId",
+    "*.metadata.conversationId",
 )
 DEFAULT_REFERENCE_KEY = "toolscore.reference.id"
 
 
+def is_pattern(key: str) -> bool:
+    return "*" in key
+
+
+@cache
+def _matcher(pattern: str) -> re.Pattern[str]:
+    return re.compile(re.escape(pattern).replace(r"\*", ".*") + r"\Z")
+
+
+def pattern_keys(pattern: str, attributes: Mapping[str, object]) -> list[str]:
+    """The attribute names of ``attributes`` that ``pattern`` matches, sorted."""
+    if pattern.startswith("*") and "*" not in pattern[1:]:
+        suffix = pattern[1:]
+        return sorted(key for key in attributes if key.endswith(suffix))
+    match = _matcher(pattern).match
+    return sorted(key for key in attributes if match(key))
+
+
+@cache
+def _suffixes(keys: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The suffixes of ``keys``' patterns when each is ``*suffix`` (else None: no fast test)."""
+    patterns = [k for k in keys if is_pattern(k)]
+    if any(not p.startswith("*") or "*" in p[1:] for p in patterns):
+        return None
+    return tuple(p[1:] for p in patterns)
+
+
+def expand(keys: tuple[str, ...], attributes: Mapping[str, object]) -> list[str]:
+    """``keys`` with each pattern replaced by the attribute names it matches (hot path: one
+    suffix test per attribute decides that none does)."""
+    suffixes = _suffixes(keys)
+    if suffixes == () or (
+        suffixes is not None and not any(k.endswith(suffixes) for k in attributes)
+    ):
+        return [k for k in keys if not is_pattern(k)]
+    return [n for k in keys for n in (pattern_keys(k, attributes) if is_pattern(k) else [k])]
+
+
+def matches(key: str, names: Iterable[str]) -> bool:
+    """Whether ``key`` (a name or a pattern) names one of ``names``."""
+    if not is_pattern(key):
+        return key in names if isinstance(names, set | frozenset) else key in set(names)
+    return any(fnmatchcase(name, key) for name in names)
+
+
 def _value(attributes: Attributes, key: str) -> str | None:
+    if is_pattern(key):
+        for name in pattern_keys(key, attributes):
+            found = _value(attributes, name)
+            if found is not None:
+                return found
+        return None
     value = attributes.get(key)
     if value is None or isinstance(value, bool | bytes | list | dict):
         return None

@@ -47,17 +47,6 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
-LANGSMITH = (
-    "LangSmith's export: the thread in langsmith.metadata.thread_id is not a conversation key "
-    "(two conversations, one per turn), and its messages (LangChain serialized messages in "
-    "gen_ai.prompt, an LLMResult in gen_ai.completion) are not read"
-)
-NOT_YET.update({("langsmith-langgraph", style): LANGSMITH for style in STYLES})
-VERCEL_AI7 = (
-    "the AI SDK 7's session in ai.settings.context.sessionId is not a conversation key: two "
-    "conversations, one per turn"
-)
-NOT_YET.update({("vercel-ai7", style): VERCEL_AI7 for style in STYLES})
 MCP = (
     "one call seen at three layers (Pydantic AI's execute_tool span, FastMCP's client tools/call "
     "span, the MCP SDK's server tools/call span) counts three times, the MCP spans without "

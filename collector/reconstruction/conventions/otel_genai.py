@@ -138,6 +138,27 @@ def exchange_from(
     )
 
 
+# An invocation (an agent run, a workflow, a conversation turn: the 2026 conventions'
+# ``gen_ai.invocation.internal`` spans) sums up the model calls under it, all steps in one
+# message: the model calls' own spans are the record, the summary only history after them.
+INVOCATIONS = frozenset(
+    {"invoke_agent", "invoke_workflow", "handle_conversation_turn", "create_agent"}
+)
+
+
+def as_history(exchange: Exchange, end_ns: int) -> Exchange:
+    """``exchange`` as history only, placed at ``end_ns``: what it shows that no model call
+    showed still counts, after them; nothing it repeats counts twice."""
+    return Exchange(
+        exchange.convention,
+        exchange.trace_id,
+        exchange.span_id,
+        end_ns,
+        inputs=exchange.inputs + exchange.outputs,
+        response_id=None,
+    )
+
+
 LEGACY_INPUT = "gen_ai.prompt"
 LEGACY_OUTPUT = "gen_ai.completion"
 # Operations of a model call: only their legacy ``gen_ai.prompt`` / ``gen_ai.completion`` are
@@ -190,6 +211,7 @@ class OtelGenAI:
         sources: list[Attributes] = [span.attributes]
         sources += [e.attributes for e in span.events if e.name == DETAILS_EVENT]
         out: list[Observation] = []
+        summary = span.attributes.get("gen_ai.operation.name") in INVOCATIONS
         for attrs in sources:
             if (
                 INPUT in attrs
@@ -198,15 +220,14 @@ class OtelGenAI:
             ):
                 merged = dict(attrs)
                 merged.setdefault("gen_ai.response.id", span.attributes.get("gen_ai.response.id"))
-                out.append(
-                    exchange_from(
-                        merged,
-                        convention=label,
-                        trace_id=span.trace_id,
-                        span_id=span.span_id,
-                        sort_ns=span.start_ns,
-                    )
+                exchange = exchange_from(
+                    merged,
+                    convention=label,
+                    trace_id=span.trace_id,
+                    span_id=span.span_id,
+                    sort_ns=span.start_ns,
                 )
+                out.append(as_history(exchange, span.end_ns) if summary else exchange)
         return out
 
     def extract_logs(self, logs: Sequence[LogRecordData]) -> Sequence[Observation]:

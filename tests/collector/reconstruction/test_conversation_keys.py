@@ -84,3 +84,36 @@ def test_normalize_user_input_trims_folds_whitespace_and_case() -> None:
         == "what's the weather in paris?"
     )
     assert normalize_user_input("Straße") == normalize_user_input("STRASSE")
+
+
+def test_sdk_session_attributes_name_the_conversation() -> None:
+    for key in (
+        "langsmith.metadata.thread_id",  # LangSmith's OTel export, LangGraph's thread
+        "langsmith.metadata.session_id",
+        "ai.settings.context.sessionId",  # Vercel AI SDK 7 with @ai-sdk/otel
+    ):
+        assert conversation_id_for_trace([span("1", 1, {key: "t-1"})]) == "t-1", key
+
+
+def test_metadata_style_keys_name_the_conversation_by_rule() -> None:
+    """Metadata an SDK copies onto spans under its own prefix, which no list can foresee."""
+    for key in ("acme.metadata.thread_id", "x.y.metadata.session_id", "z.metadata.conversationId"):
+        assert conversation_id_for_trace([span("1", 1, {key: "c-9"})]) == "c-9", key
+    # a project name is no conversation; a metadata key of another name neither
+    other = {"langsmith.trace.session_name": "default", "acme.metadata.user_id": "u"}
+    assert conversation_id_for_trace([span("1", 1, other)]) is None
+
+
+def test_named_keys_come_before_the_rule_and_a_list_without_it_drops_it() -> None:
+    attrs = {"acme.metadata.thread_id": "by-rule", "session.id": "named"}
+    assert conversation_id_for_trace([span("1", 1, attrs)]) == "named"
+    assert conversation_id_for_trace([span("1", 1, attrs)], ["gen_ai.conversation.id"]) is None
+    assert conversation_id_for_trace([span("1", 1, attrs)], ["*.thread_id"]) == "by-rule"
+
+
+def test_a_pattern_key_is_checked_like_a_named_one_when_decoded() -> None:
+    from toolscore.collector.otlp.sanitize import DEFAULT_KEY_ATTRIBUTES, key_problem
+
+    long = {"acme.metadata.thread_id": "x" * 2000}
+    assert key_problem(long, DEFAULT_KEY_ATTRIBUTES, 1024) is not None
+    assert key_problem({"acme.metadata.other": "x" * 2000}, DEFAULT_KEY_ATTRIBUTES, 1024) is None

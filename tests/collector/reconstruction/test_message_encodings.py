@@ -343,3 +343,32 @@ def test_chain_spans_of_langsmith_are_not_model_calls() -> None:
                        "gen_ai.prompt": state, "gen_ai.completion": state}, start=10),
     ]  # fmt: skip
     assert reconstruct(spans).tool_calls == ()
+
+
+@pytest.mark.parametrize("operation", ["invoke_agent", "handle_conversation_turn"])
+def test_an_invocation_summary_is_history_after_the_model_calls(operation: str) -> None:
+    """The AI SDK 7's invoke_agent span sums up every step in one output message (calls, their
+    results, the answer): the model calls' own spans give the transcript its shape."""
+    calls = [{"type": "tool_call", "id": f"c{i}", "name": c["name"], "arguments": c["args"]}
+             for i, c in enumerate(EXPECTED)]  # fmt: skip
+    results = [{"type": "tool_call_response", "id": f"c{i}", "response": r}
+               for i, r in enumerate(["18C", "09:00"])]  # fmt: skip
+    asked = json.dumps([{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}])
+    summary = json.dumps(
+        [{"role": "assistant", "parts": [*calls, *results, {"type": "text", "content": "Done."}]}]
+    )
+    spans = [
+        span("agent", {"gen_ai.operation.name": operation, "gen_ai.input.messages": asked,
+                       "gen_ai.output.messages": summary}, start=1, end=100),
+        span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": asked,
+                      "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": calls}])},
+             start=10),
+        span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+             {"role": "assistant", "parts": calls}, {"role": "tool", "parts": results}]),
+            "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}])}, start=50),
+    ]  # fmt: skip
+    result = reconstruct(spans)
+    assert [m["type"] for m in result.messages] == ["human", "ai", "tool", "tool", "ai"]
+    assert [{"name": c.name, "args": c.arguments} for c in result.tool_calls] == EXPECTED

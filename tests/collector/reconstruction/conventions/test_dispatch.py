@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.collector.otlp_requests import load_requests, records
 from tests.collector.recording import FIXTURES, load_recording
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.conventions import Convention, registry_for
@@ -46,12 +47,20 @@ def _check(span: SpanRecord) -> None:
         assert _first_dispatched(registry, span) == _first_full_scan(registry, span)
 
 
-RECORDED = sorted(FIXTURES.rglob("*.json"))
+# recordings: the convention fixtures, and the request recordings (not npm's package files)
+RECORDED = [
+    p
+    for p in sorted(FIXTURES.rglob("*.json"))
+    if "node_modules" not in p.parts and not p.name.startswith("package")
+]
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_recorded_spans_reach_the_convention_the_full_scan_picks(path: Path) -> None:
-    spans, _, _ = load_recording(path)
+    if path.name == "requests.json":  # a recording of the OTLP requests themselves
+        spans, _ = records(load_requests(path.parent.name).requests)
+    else:
+        spans, _, _ = load_recording(path)
     assert spans or "logs" in path.read_text()
     for span in spans:
         _check(span)

@@ -22,14 +22,6 @@ NOT_YET: dict[str, str] = {
         "null}, parallel calls merged into one output entry, the final_answer control call "
         "counted; and no warning says so"
     ),
-    "langsmith-langgraph": (
-        "LangSmith's encodings are not read: LangChain serialized messages in gen_ai.prompt, an "
-        "LLMResult in gen_ai.completion, tool arguments in a tool span's gen_ai.prompt"
-    ),
-    "litellm-otel": (
-        "LiteLLM's calls are only in the legacy gen_ai.completion.N.function_call.* beside empty "
-        "gen_ai.output.messages parts; its history has OpenAI-shaped tool_calls beside empty parts"
-    ),
     "semantic-kernel-agent": (
         "Semantic Kernel's agent: turn 1's tool results are left out as answering no call, and "
         "the invoke_agent span's answer comes before the turn's user message"
