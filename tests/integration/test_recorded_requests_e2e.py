@@ -58,12 +58,6 @@ LITELLM = (
     "joined by the replayed history), the calls only in gen_ai.completion.N.function_call.* "
     "beside empty output parts"
 )
-SEMANTIC_KERNEL = (
-    "Semantic Kernel's agent: the invoke_agent span's output (the turn's answer, no input) is "
-    "placed before the turn's user message, and turn 1's tool results are left out as answering "
-    "no call"
-)
-NOT_YET.update({("semantic-kernel-agent", style): SEMANTIC_KERNEL for style in STYLES})
 BEEAI = (
     "BeeAI through OpenInference, scored with no warning: tool spans' arguments wrapped as "
     "{'input': {...}, 'options': null}, turn 1's parallel calls merged into one output entry "

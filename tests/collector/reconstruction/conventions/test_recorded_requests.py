@@ -22,10 +22,6 @@ NOT_YET: dict[str, str] = {
         "null}, parallel calls merged into one output entry, the final_answer control call "
         "counted; and no warning says so"
     ),
-    "semantic-kernel-agent": (
-        "Semantic Kernel's agent: turn 1's tool results are left out as answering no call, and "
-        "the invoke_agent span's answer comes before the turn's user message"
-    ),
     "pydantic-ai-mcp": (
         "one call seen at three layers (the agent's execute_tool span, FastMCP's client and the "
         "MCP SDK's server tools/call spans) counts three times"
