@@ -361,8 +361,8 @@ def test_an_invocation_summary_is_history_after_the_model_calls(operation: str) 
         span("agent", {"gen_ai.operation.name": operation, "gen_ai.input.messages": asked,
                        "gen_ai.output.messages": summary}, start=1, end=100),
         span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": asked,
-                      "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": calls}])},
-             start=10),
+                      "gen_ai.output.messages": json.dumps(
+                          [{"role": "assistant", "parts": calls}])}, start=10),
         span("chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(
             [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
              {"role": "assistant", "parts": calls}, {"role": "tool", "parts": results}]),
