@@ -20,6 +20,7 @@ from toolscore.collector.settings import CONFIG, OPTIONS, Listen, Settings
 SECTION = "serve"  # the configuration file's section of server options
 
 if TYPE_CHECKING:
+    from toolscore.collector.export.annotations.targets import AnnotationTarget
     from toolscore.collector.export.settings import ExportSettings
     from toolscore.collector.pipeline.options import PipelineOptions
     from toolscore.collector.upkeep.retention_runner import RetentionOptions
@@ -35,11 +36,12 @@ class ServeConfig:
     thresholds: Mapping[str, float]  # --pass-threshold
     retention: RetentionOptions  # --span-retention
     ui: Listen | None = None  # --ui (None: no web UI)
+    annotate: tuple[AnnotationTarget, ...] = ()  # --annotate
 
 
 def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ServeConfig:
     """Every ``serve`` option (flags > ``environ`` > file > defaults); raises ConfigError."""
-    from toolscore.collector.export.options import settings_from
+    from toolscore.collector.export.options import annotation_targets_from, settings_from
     from toolscore.collector.pipeline.options import options_from
     from toolscore.collector.ui.options import ui_listen
     from toolscore.collector.upkeep.retention_runner import options_from as retention_from
@@ -50,7 +52,8 @@ def load_serve_config(args: argparse.Namespace | None, environ: Mapping[str, str
     export, thresholds = settings_from(args, environ, file)
     retention = retention_from(args, environ, file)
     ui = ui_listen(args, environ, file)
-    return ServeConfig(settings, pipeline, export, thresholds, retention, ui)
+    annotate = annotation_targets_from(args, environ, file)
+    return ServeConfig(settings, pipeline, export, thresholds, retention, ui, annotate)
 
 
 def serve_section(

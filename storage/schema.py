@@ -8,7 +8,7 @@ from __future__ import annotations
 from toolscore.storage.base import Base
 from toolscore.storage.conversations import tables as pipeline
 from toolscore.storage.expectations import repository as expectations
-from toolscore.storage.history import instance
+from toolscore.storage.history import deliveries, instance
 from toolscore.storage.history import outbox as exports
 from toolscore.storage.history import rescore_runs as rescore
 from toolscore.storage.retention import rollup, tool_rollup
@@ -19,6 +19,7 @@ metadata = Base.metadata
 
 __all__ = [
     "Base",
+    "deliveries",
     "expectations",
     "exports",
     "instance",

@@ -41,7 +41,7 @@ def extensions(config: ServeConfig) -> list[ExtensionFactory]:
 
     return [
         pipeline_extension(config.pipeline),
-        export_extension(config.export, dict(config.thresholds)),
+        export_extension(config.export, dict(config.thresholds), annotate=config.annotate),
         retention_extension(config.retention),
         status_extension(log_every_s=config.settings.log_interval_s),
         ui_extension(config.ui),

@@ -12,8 +12,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from toolscore.collector.configuration import FileSection, add_options, resolve
+from toolscore.collector.export.annotations.targets import (
+    ANNOTATE,
+    AnnotationTarget,
+    annotation_targets,
+)
 from toolscore.collector.export.settings import (
     LOGS_ENDPOINT,
+    NO_EXPORT,
     OPTIONS,
     TRACES_ENDPOINT,
     ExportSettings,
@@ -39,6 +45,7 @@ def settings_from(
     own = tuple(replace(o, more_env=()) if o in OWN_ONLY else o for o in OPTIONS)
     values = resolve(own, args, environ, file)
     thresholds = dict(values.pop("thresholds") or ())
+    values.pop("annotate")  # annotation_targets_from
     if values.pop("disabled"):
         return None, thresholds
     headers = values.pop("headers") or ()
@@ -46,3 +53,13 @@ def settings_from(
         **values, headers=headers, thresholds=thresholds, environ=environ
     )
     return settings, thresholds
+
+
+def annotation_targets_from(
+    args: argparse.Namespace | None, environ: Mapping[str, str], file: FileSection | None = None
+) -> tuple[AnnotationTarget, ...]:
+    """The ``--annotate`` targets with their credentials (none with ``--no-export``)."""
+    values = resolve((ANNOTATE, NO_EXPORT), args, environ, file)
+    if values["disabled"]:
+        return ()
+    return annotation_targets(values["annotate"] or (), environ)

@@ -35,6 +35,7 @@ from toolscore.collector.configuration import (
     positive_seconds,
     resolve_one,
 )
+from toolscore.collector.export.annotations.targets import ANNOTATE
 from toolscore.collector.export.headers import (
     Headers,
     header_item,
@@ -186,6 +187,14 @@ HEADERS_FILE = Option(
     "export headers from a file of key=value lines (values literal, # comments)",
     metavar="PATH",
 )
+NO_EXPORT = Option(
+    "--no-export",
+    "disabled",
+    "disable the write-back (OTLP and annotations) even if an endpoint is configured",
+    kind="switch",
+    default=False,
+    shown_default="write-back as configured",
+)
 OPTIONS: tuple[Option, ...] = (
     ENDPOINT,
     TRACES_ENDPOINT,
@@ -218,14 +227,8 @@ OPTIONS: tuple[Option, ...] = (
         metavar="METRIC=VALUE",
         shown_default="1.0",
     ),
-    Option(
-        "--no-export",
-        "disabled",
-        "disable the write-back even if an endpoint is configured",
-        kind="switch",
-        default=False,
-        shown_default="write-back as configured",
-    ),
+    ANNOTATE,
+    NO_EXPORT,
 )
 
 

@@ -137,6 +137,61 @@ def enqueue_new(conn: Connection, now: dt.datetime, limit: int = 1000) -> int:
     return len(rows)
 
 
+def evaluation_columns() -> list[Any]:
+    """What an :class:`ExportItem` is made of, from ``evaluations``."""
+    e = evaluations.c
+    return [
+        e.conversation_id,
+        e.revision,
+        e.trace_id,
+        e.root_span_id,
+        e.expectation_id,
+        e.expectation_version,
+        e.metric,
+        e.metric_type,
+        e.metric_config,
+        e.score,
+        e.error,
+        e.details,
+        e.predicted_count,
+        e.expected_count,
+        e.created_at,
+    ]
+
+
+def export_item(
+    r: Mapping[Any, Any],
+    *,
+    needs_span: bool,
+    needs_log: bool,
+    trace: tuple[tuple[int, int] | None, Mapping[str, Any] | None] = (None, None),
+) -> ExportItem:
+    """An :class:`ExportItem` from a row holding :func:`evaluation_columns` (and the outbox's)."""
+    return ExportItem(
+        evaluation_id=r["evaluation_id"],
+        conversation_id=r["conversation_id"],
+        revision=r["revision"],
+        trace_id=r["trace_id"],
+        root_span_id=r["root_span_id"],
+        expectation_id=r["expectation_id"],
+        expectation_version=r["expectation_version"],
+        metric=r["metric"],
+        metric_type=r["metric_type"],
+        metric_config=r["metric_config"],
+        score=r["score"],
+        error=r["error"],
+        details=r["details"],
+        predicted_count=r["predicted_count"],
+        expected_count=r["expected_count"],
+        created_at=r["created_at"],
+        attempts=r["attempts"],
+        needs_span=needs_span,
+        needs_log=needs_log,
+        bounds_ns=trace[0],
+        resource=trace[1],
+    )
+
+
 def claim_batch(
     conn: Connection, now: dt.datetime, limit: int, lease: dt.timedelta
 ) -> list[ExportItem]:
@@ -148,21 +203,7 @@ def claim_batch(
             x.c.attempts,
             x.c.spans_exported_at,
             x.c.logs_exported_at,
-            e.c.conversation_id,
-            e.c.revision,
-            e.c.trace_id,
-            e.c.root_span_id,
-            e.c.expectation_id,
-            e.c.expectation_version,
-            e.c.metric,
-            e.c.metric_type,
-            e.c.metric_config,
-            e.c.score,
-            e.c.error,
-            e.c.details,
-            e.c.predicted_count,
-            e.c.expected_count,
-            e.c.created_at,
+            *evaluation_columns(),
         )
         .join(e, e.c.id == x.c.evaluation_id)
         .where(and_(x.c.exported_at.is_(None), x.c.next_attempt_at <= now))
@@ -180,28 +221,11 @@ def claim_batch(
     )
     traces = evaluated_traces(conn, [(r["trace_id"], r["root_span_id"]) for r in rows])
     return [
-        ExportItem(
-            evaluation_id=r["evaluation_id"],
-            conversation_id=r["conversation_id"],
-            revision=r["revision"],
-            trace_id=r["trace_id"],
-            root_span_id=r["root_span_id"],
-            expectation_id=r["expectation_id"],
-            expectation_version=r["expectation_version"],
-            metric=r["metric"],
-            metric_type=r["metric_type"],
-            metric_config=r["metric_config"],
-            score=r["score"],
-            error=r["error"],
-            details=r["details"],
-            predicted_count=r["predicted_count"],
-            expected_count=r["expected_count"],
-            created_at=r["created_at"],
-            attempts=r["attempts"],
+        export_item(
+            r,
             needs_span=r["spans_exported_at"] is None,
             needs_log=r["logs_exported_at"] is None,
-            bounds_ns=traces.get(r["trace_id"], (None, None))[0],
-            resource=traces.get(r["trace_id"], (None, None))[1],
+            trace=traces.get(r["trace_id"], (None, None)),
         )
         for r in rows
     ]

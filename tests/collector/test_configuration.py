@@ -579,6 +579,17 @@ ROWS = [
         bad="x=2",
     ),
     Row(
+        "--annotate",
+        "TOOLSCORE_ANNOTATE",
+        "phoenix=http://f:6006",
+        "phoenix=http://e:6006,phoenix=http://g:6006",
+        lambda c: tuple(t.key for t in c.annotate),
+        ("phoenix=http://f:6006",),
+        ("phoenix=http://e:6006", "phoenix=http://g:6006"),
+        (),
+        bad="jaeger=http://j:16686",
+    ),
+    Row(
         "--no-export",
         "TOOLSCORE_NO_EXPORT",
         None,
@@ -642,7 +653,7 @@ def test_a_bad_value_names_the_flag_and_the_variable(row: Row) -> None:
             _load(argv, env)
         message = str(caught.value)
         assert message.startswith(prefix), message
-        if row.flag in ("--auth-token", "--export-header"):
+        if row.flag in ("--auth-token", "--export-header", "--annotate"):
             assert row.bad not in message  # secrets are never quoted
         elif "file" not in message and "no such" not in message:
             assert f"got {row.bad!r}" in message or row.bad in message, message
