@@ -76,6 +76,7 @@ RECORDINGS = {
     "beeai-openinference",
     "langsmith-langgraph",
     "litellm-otel",
+    "llamaindex-openinference",
     "pydantic-ai-mcp",
     "semantic-kernel-agent",
     "vercel-ai7",
