@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,18 +37,19 @@ def run(
 
 
 @pytest.fixture
-def serve(db_url: str) -> Iterator[str]:
-    """``toolscore serve`` on a free port; yields its OTLP/HTTP base URL."""
+def serve(db_url: str) -> Iterator[tuple[str, str]]:
+    """``toolscore serve`` with the web UI, on free ports; yields their base URLs."""
     env = {**os.environ, "TOOLSCORE_DB": db_url}
+    args = ["--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1", "--ui", "127.0.0.1:0"]
     proc = subprocess.Popen(
-        [*TOOLSCORE, "serve", "--grpc", "off", "--http", "127.0.0.1:0", "--settle", "1"],
+        [*TOOLSCORE, "serve", *args],
         cwd=ROOT,
         env=env,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert proc.stderr is not None
-    url = None
+    url = ui = None
     deadline = time.monotonic() + 60
     lines = []
     while url is None and time.monotonic() < deadline:
@@ -57,9 +59,11 @@ def serve(db_url: str) -> Iterator[str]:
         lines.append(line)
         found = re.search(r"OTLP/HTTP on (http://[\d.]+:\d+)", line)
         url = found.group(1) if found else None
-    assert url, f"serve did not start: {''.join(lines)}"
+        shown = re.search(r"web UI on (http://[\d.]+:\d+)/", line)
+        ui = ui or (shown.group(1) if shown else None)
+    assert url and ui, f"serve did not start: {''.join(lines)}"
     try:
-        yield url
+        yield url, ui
     finally:
         proc.terminate()
         proc.wait(30)
@@ -116,7 +120,8 @@ def readme_sql(dialect: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_quickstart_end_to_end(db_url: str, serve: str) -> None:
+def test_quickstart_end_to_end(db_url: str, serve: tuple[str, str]) -> None:
+    otlp, ui = serve
     imported = run(*TOOLSCORE, "refs", "import", "examples/expectations.yaml", db_url=db_url)
     assert imported.returncode == 0, imported.stderr
     # as the README says: the agent finds toolscore through the standard OTel variable
@@ -124,7 +129,7 @@ def test_quickstart_end_to_end(db_url: str, serve: str) -> None:
         sys.executable,
         "examples/quickstart/agent.py",
         db_url=db_url,
-        OTEL_EXPORTER_OTLP_ENDPOINT=serve,
+        OTEL_EXPORTER_OTLP_ENDPOINT=otlp,
     )
     assert agent.returncode == 0, agent.stderr
     wait_scored(db_url, CONVERSATIONS, timeout_s=60)
@@ -184,6 +189,12 @@ def test_quickstart_end_to_end(db_url: str, serve: str) -> None:
         ]
     finally:
         engine.dispose()
+
+    # as the README says: the web UI shows the failing call beside the reference's
+    with urllib.request.urlopen(f"{ui}/conversation?id=demo-forecast-1", timeout=30) as page:
+        html = page.read().decode()
+    side = html[html.index('class="side-by-side"') :]
+    assert "<mark>days</mark>" in side and "<code>5</code>" in side and "<code>3</code>" in side
 
 
 def _json(value: Any) -> Any:
