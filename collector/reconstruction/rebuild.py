@@ -37,6 +37,7 @@ from toolscore.collector.reconstruction.conventions import (
 from toolscore.collector.reconstruction.conventions.capture import capture_hint
 from toolscore.collector.reconstruction.conventions.definitions import parameter_names
 from toolscore.collector.reconstruction.conventions.unrecognised import unrecognised_warning
+from toolscore.collector.reconstruction.layers import join_layers
 from toolscore.collector.reconstruction.sample import sample_messages
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
 from toolscore.collector.reconstruction.tool_runs import attach, decode_call, insert_orphans
@@ -234,6 +235,7 @@ def _reconstruct(
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
+    executions, _joined = join_layers(executions, spans)
     orphans = attach(transcript.calls(), executions, warnings, canon)
     insert_orphans(transcript, orphans, ranks)
     drop_control_calls(transcript.entries, control_calls)

@@ -47,12 +47,6 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
-MCP = (
-    "one call seen at three layers (Pydantic AI's execute_tool span, FastMCP's client tools/call "
-    "span, the MCP SDK's server tools/call span) counts three times, the MCP spans without "
-    "arguments"
-)
-NOT_YET.update({("pydantic-ai-mcp", style): MCP for style in STYLES})
 LITELLM = (
     "LiteLLM's callback: one trace per model call and no session (five conversations, not "
     "joined by the replayed history), the calls only in gen_ai.completion.N.function_call.* "

@@ -22,10 +22,6 @@ NOT_YET: dict[str, str] = {
         "null}, parallel calls merged into one output entry, the final_answer control call "
         "counted; and no warning says so"
     ),
-    "pydantic-ai-mcp": (
-        "one call seen at three layers (the agent's execute_tool span, FastMCP's client and the "
-        "MCP SDK's server tools/call spans) counts three times"
-    ),
 }
 
 
