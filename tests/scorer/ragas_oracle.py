@@ -1,33 +1,49 @@
-"""Ragas 0.4.3 itself, as the oracle for parity tests (skipped with a reason if not importable)."""
+"""Ragas 0.4.3 itself, as the oracle for parity tests (skipped with a reason if not installed).
+
+Ragas is imported on first use, not at collection: the import costs about 4 s of CPU, which a
+quick run (``-m "not slow"``, where tests using the oracle are slow) should not pay.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import warnings
+from importlib import metadata
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import ragas
-        from ragas.dataset_schema import MultiTurnSample
-        from ragas.metrics import ToolCallAccuracy, ToolCallF1
-        from ragas.metrics._string import DistanceMeasure, NonLLMStringSimilarity
-    RAGAS_VERSION: str | None = ragas.__version__
-    IMPORT_ERROR = ""
-except Exception as exc:  # any import failure means: no oracle here
+    RAGAS_VERSION: str | None = metadata.version("ragas")
+except metadata.PackageNotFoundError:
     RAGAS_VERSION = None
-    IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
 
 requires_ragas = pytest.mark.skipif(
     RAGAS_VERSION != "0.4.3",
     reason=(
-        "Ragas 0.4.3 is not importable here (install the test extra: ragas==0.4.3 and "
-        f"langchain-community<0.4); found {RAGAS_VERSION!r} {IMPORT_ERROR}"
+        "Ragas 0.4.3 is not installed here (install the test extra: ragas==0.4.3 and "
+        f"langchain-community<0.4); found {RAGAS_VERSION!r}"
     ),
 )
+
+
+@functools.cache
+def _ragas() -> SimpleNamespace:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from ragas.dataset_schema import MultiTurnSample
+        from ragas.metrics import ToolCallAccuracy, ToolCallF1
+        from ragas.metrics._string import DistanceMeasure, NonLLMStringSimilarity
+    return SimpleNamespace(
+        MultiTurnSample=MultiTurnSample,
+        ToolCallAccuracy=ToolCallAccuracy,
+        ToolCallF1=ToolCallF1,
+        DistanceMeasure=DistanceMeasure,
+        NonLLMStringSimilarity=NonLLMStringSimilarity,
+    )
+
 
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -43,17 +59,18 @@ def _run(coro: Any) -> Any:
 
 def build(sample: dict[str, Any]) -> Any:
     """Ragas's own sample; raises (pydantic ValidationError) where Ragas refuses it."""
-    return MultiTurnSample(**sample)
+    return _ragas().MultiTurnSample(**sample)
 
 
 def accuracy(sample: dict[str, Any], *, strict: bool = True, measure: str | None = None) -> float:
-    metric = ToolCallAccuracy(strict_order=strict)
+    ragas = _ragas()
+    metric = ragas.ToolCallAccuracy(strict_order=strict)
     if measure is not None:
-        metric.arg_comparison_metric = NonLLMStringSimilarity(
-            distance_measure=DistanceMeasure(measure)
+        metric.arg_comparison_metric = ragas.NonLLMStringSimilarity(
+            distance_measure=ragas.DistanceMeasure(measure)
         )
     return float(_run(metric._multi_turn_ascore(build(sample), None)))
 
 
 def f1(sample: dict[str, Any]) -> float:
-    return float(_run(ToolCallF1()._multi_turn_ascore(build(sample), None)))
+    return float(_run(_ragas().ToolCallF1()._multi_turn_ascore(build(sample), None)))

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from toolscore.collector.cli import main
+from toolscore.storage.plumbing.engine import create_engine
 
 NOV2 = dt.datetime(2026, 11, 2, 10, tzinfo=dt.UTC)
 NOV5 = dt.datetime(2026, 11, 5, 10, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def url(sqlite_url: str) -> str:
-    engine = migrated_engine(sqlite_url)
+def url(migrated_sqlite_url: str) -> str:
+    engine = create_engine(migrated_sqlite_url)
     try:
         add_conversation(engine, "c1")
         add_evaluation(engine, "c1", score=0.5, created_at=NOV2, details={"reasons": ['a, "b"\n']})
@@ -28,7 +29,7 @@ def url(sqlite_url: str) -> str:
         add_evaluation(engine, "c2", "tool_call_f1", None, error="no reference", created_at=NOV5)
     finally:
         engine.dispose()
-    return sqlite_url
+    return migrated_sqlite_url
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

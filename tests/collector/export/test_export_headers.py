@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from tests.collector.export.sink import GrpcSink, HttpSink
 from toolscore.collector.cli import build_parser
 from toolscore.collector.configuration import ConfigError
@@ -23,6 +23,7 @@ from toolscore.collector.export.options import settings_from
 from toolscore.collector.export.otlp import EvaluationEmitter, create_exporters
 from toolscore.collector.export.settings import ExportSettings, resolve_export_settings
 from toolscore.collector.export.worker import export_pass
+from toolscore.storage.plumbing.engine import create_engine
 
 SECRET = "tok-9f8e7d6c5b4a"
 
@@ -173,8 +174,8 @@ def test_serve_reports_a_bad_headers_file_without_the_secret(
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    eng = migrated_engine(sqlite_url)
+def engine(migrated_sqlite_url: str) -> Iterator[Engine]:
+    eng = create_engine(migrated_sqlite_url)
     add_conversation(eng, "conv-1")
     add_evaluation(eng, "conv-1", "tool_call_accuracy", 1.0)
     yield eng

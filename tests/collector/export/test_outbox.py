@@ -7,15 +7,16 @@ import datetime as dt
 
 from sqlalchemy import select
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from toolscore.storage.history import outbox as exports
+from toolscore.storage.plumbing.engine import create_engine
 
 NOW = dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=60)
 
 
-def test_claimed_rows_are_leased_and_come_back_when_the_lease_ends(db_url: str) -> None:
-    engine = migrated_engine(db_url)
+def test_claimed_rows_are_leased_and_come_back_when_the_lease_ends(migrated_db_url: str) -> None:
+    engine = create_engine(migrated_db_url)
     try:
         add_conversation(engine, "c")
         ids = [add_evaluation(engine, "c", m) for m in ("a", "b")]
@@ -34,8 +35,8 @@ def test_claimed_rows_are_leased_and_come_back_when_the_lease_ends(db_url: str) 
         engine.dispose()
 
 
-def test_partial_delivery_resends_only_what_was_not_acknowledged(db_url: str) -> None:
-    engine = migrated_engine(db_url)
+def test_partial_delivery_resends_only_what_was_not_acknowledged(migrated_db_url: str) -> None:
+    engine = create_engine(migrated_db_url)
     try:
         add_conversation(engine, "c")
         eid = add_evaluation(engine, "c")
@@ -56,8 +57,8 @@ def test_partial_delivery_resends_only_what_was_not_acknowledged(db_url: str) ->
         engine.dispose()
 
 
-def test_two_concurrent_claimers_on_postgres_take_disjoint_rows(postgres_url: str) -> None:
-    engine = migrated_engine(postgres_url)
+def test_two_concurrent_claimers_on_postgres_take_disjoint_rows(migrated_postgres_url: str) -> None:
+    engine = create_engine(migrated_postgres_url)
     try:
         add_conversation(engine, "c")
         for m in "abcdef":

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from tests.collector.export.sink import GrpcSink, HttpSink, attrs
 from toolscore.collector.configuration import ConfigError
 from toolscore.collector.export import is_toolscore_evaluation
@@ -20,14 +20,15 @@ from toolscore.collector.export.settings import (
 )
 from toolscore.collector.export.worker import export_pass
 from toolscore.storage.history import outbox as exports
+from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.records import SpanRecord
 
 ROOT = "00f067aa0ba902b7"
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    engine = migrated_engine(db_url)
+def engine(migrated_db_url: str) -> Iterator[Engine]:
+    engine = create_engine(migrated_db_url)
     yield engine
     engine.dispose()
 

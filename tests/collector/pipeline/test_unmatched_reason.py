@@ -20,7 +20,6 @@ from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, stor
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import default_config
-from toolscore.storage import migrate
 from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.expectations.repository import ExpectationData
 from toolscore.storage.plumbing.engine import create_engine
@@ -29,11 +28,10 @@ OTHER = [{"name": "get_weather", "args": {"city": "Lyon"}}]
 
 
 @pytest.fixture
-def migrated(db_url: str) -> Iterator[tuple[Engine, str]]:
-    migrate.upgrade(db_url)
-    eng = create_engine(db_url)
+def migrated(migrated_db_url: str) -> Iterator[tuple[Engine, str]]:
+    eng = create_engine(migrated_db_url)
     try:
-        yield eng, db_url
+        yield eng, migrated_db_url
     finally:
         eng.dispose()
 

@@ -25,7 +25,6 @@ from toolscore.scorer import default_config
 from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
 from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 from toolscore.storage.history import rescore_runs as runs
-from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.retention.span_pruning import PruneLimits, prune
@@ -49,9 +48,8 @@ REFERENCE = [
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    upgrade(db_url)
-    eng = create_engine(db_url)
+def engine(migrated_db_url: str) -> Iterator[Engine]:
+    eng = create_engine(migrated_db_url)
     try:
         yield eng
     finally:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from toolscore.collector.cli import main
 from toolscore.storage.history import outbox as exports
+from toolscore.storage.plumbing.engine import create_engine
 
 DAY = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -73,10 +74,10 @@ def _details(n: int, score: float) -> dict[str, object]:
 
 
 @pytest.fixture
-def report_db(sqlite_url: str) -> tuple[str, dict[int, list[float]]]:
-    engine = migrated_engine(sqlite_url)
+def report_db(migrated_sqlite_url: str) -> tuple[str, dict[int, list[float]]]:
+    engine = create_engine(migrated_sqlite_url)
     try:
-        return sqlite_url, _history(engine)
+        return migrated_sqlite_url, _history(engine)
     finally:
         engine.dispose()
 

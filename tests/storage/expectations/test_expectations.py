@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
-from tests.storage.expectations_db import create_schema
 from toolscore.storage.expectations.repository import (
     EXPECTATIONS,
     MATCH_IDS,
@@ -28,14 +27,15 @@ from toolscore.storage.expectations.repository import (
     match_expectation,
     normalize_user_input,
 )
+from toolscore.storage.plumbing.engine import create_engine
 
 WEATHER = [{"name": "get_weather", "args": {"city": "Paris"}}]
 TIME = [{"name": "get_time", "args": {"timezone": "Asia/Tokyo"}}]
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    engine = create_schema(db_url)
+def engine(migrated_db_url: str) -> Iterator[Engine]:
+    engine = create_engine(migrated_db_url)
     yield engine
     engine.dispose()
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
+from tests.collector.export.helpers import add_conversation, add_evaluation
 from tests.scorer.helpers import instance
 from toolscore.scorer import ToolCall
 from toolscore.storage.history.tool_scores import most_often_wrong
+from toolscore.storage.plumbing.engine import create_engine
 
 DAY1 = dt.datetime(2026, 11, 2, 23, 30, tzinfo=dt.UTC)
 DAY2 = dt.datetime(2026, 11, 3, 0, 30, tzinfo=dt.UTC)
@@ -146,9 +147,9 @@ def _query(engine: Engine, sql: str) -> list[tuple[Any, ...]]:
         ]
 
 
-def test_views_count_what_the_explanations_say(db_url: str) -> None:
+def test_views_count_what_the_explanations_say(migrated_db_url: str) -> None:
     rows = _history(random.Random(8))
-    engine = migrated_engine(db_url)
+    engine = create_engine(migrated_db_url)
     try:
         _load(engine, rows)
         tools = _query(
@@ -173,13 +174,13 @@ def test_views_count_what_the_explanations_say(db_url: str) -> None:
     assert all(sum(r[i] for r in tools) > 0 for i in range(6, 11)) and len(arguments) > 10
 
 
-def test_a_worked_example_and_the_tools_most_often_wrong(db_url: str) -> None:
+def test_a_worked_example_and_the_tools_most_often_wrong(migrated_db_url: str) -> None:
     metric = instance()  # strict, exact: a(x=9) wrong, b never called, c unexpected
     result = metric.score(
         [ToolCall("a", {"x": 9}), ToolCall("c", {})], (ToolCall("a", {"x": 1}), ToolCall("b", {}))
     )
     assert result.value == 0.0
-    engine = migrated_engine(db_url)
+    engine = create_engine(migrated_db_url)
     try:
         add_conversation(engine, "one", first_seen_at=DAY1)
         add_evaluation(

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, text
 
 from tests.collector.export.helpers import add_conversation, add_evaluation, migrated_engine
 from toolscore.storage.history import outbox as exports
+from toolscore.storage.plumbing.engine import create_engine
 
 DAY1 = dt.datetime(2026, 11, 2, 23, 30, tzinfo=dt.UTC)
 DAY2 = dt.datetime(2026, 11, 3, 0, 30, tzinfo=dt.UTC)
@@ -107,8 +108,8 @@ def _views(engine: Engine) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def test_views_match_an_independent_computation(db_url: str) -> None:
-    engine = migrated_engine(db_url)
+def test_views_match_an_independent_computation(migrated_db_url: str) -> None:
+    engine = create_engine(migrated_db_url)
     try:
         _load(engine)
         views = _views(engine)
@@ -185,8 +186,10 @@ def test_sqlite_and_postgres_give_the_same_answers(sqlite_url: str, postgres_url
     assert answers[0]["daily"] and answers[0]["regressions"]
 
 
-def test_rescoring_a_conversation_twice_under_one_version_counts_it_once(sqlite_url: str) -> None:
-    engine = migrated_engine(sqlite_url)
+def test_rescoring_a_conversation_twice_under_one_version_counts_it_once(
+    migrated_sqlite_url: str,
+) -> None:
+    engine = create_engine(migrated_sqlite_url)
     try:
         add_conversation(engine, "c")
         add_evaluation(engine, "c", score=0.0, revision=1)

@@ -30,9 +30,8 @@ DAY = parts.DAY_NS
 
 
 @pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    upgrade(postgres_url)
-    eng = create_engine(postgres_url)
+def engine(migrated_postgres_url: str) -> Iterator[Engine]:
+    eng = create_engine(migrated_postgres_url)
     try:
         yield eng
     finally:

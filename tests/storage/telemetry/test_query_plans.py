@@ -20,7 +20,6 @@ from sqlalchemy import Engine, event, select
 from tests.collector.pipeline.test_score import NOW, expect, fixture_spans, store
 from toolscore.collector.pipeline.score import score_conversation
 from toolscore.scorer import default_config
-from toolscore.storage import migrate
 from toolscore.storage.conversations import backlog as status
 from toolscore.storage.conversations import leases
 from toolscore.storage.expectations.repository import ExpectationData
@@ -32,9 +31,8 @@ PENDING = "ix_conversations_needs_scoring_last_span_received_ns"
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    migrate.upgrade(sqlite_url)
-    eng = create_engine(sqlite_url)
+def engine(migrated_sqlite_url: str) -> Iterator[Engine]:
+    eng = create_engine(migrated_sqlite_url)
     try:
         yield eng
     finally:

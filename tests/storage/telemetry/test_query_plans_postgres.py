@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from toolscore.storage import migrate
 from toolscore.storage.conversations import assignments, leases
 from toolscore.storage.conversations import reading as conversations
 from toolscore.storage.plumbing.engine import create_engine
@@ -25,9 +24,8 @@ from toolscore.storage.telemetry import traces
 
 
 @pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    migrate.upgrade(postgres_url)
-    eng = create_engine(postgres_url)
+def engine(migrated_postgres_url: str) -> Iterator[Engine]:
+    eng = create_engine(migrated_postgres_url)
     with eng.begin() as conn:  # 2,000 traces of 10 spans, never analysed
         conn.exec_driver_sql(
             "INSERT INTO traces (trace_id, conversation_id) SELECT 't' || g, 'c' || g "

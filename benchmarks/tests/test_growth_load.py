@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
