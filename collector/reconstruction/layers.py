@@ -64,9 +64,9 @@ def join_layers(
         root[span_id] = top
     filled = {e.span_id: e for e in executions if e.span_id and e.span_id not in root}
     for execution in executions:  # outer layers come first in time, so fill in that order
-        top = root.get(execution.span_id or "")
-        if top is not None and top in filled:
-            filled[top] = _fill(filled[top], execution)
+        into = root.get(execution.span_id or "")
+        if into is not None and into in filled:
+            filled[into] = _fill(filled[into], execution)
     kept = [
         filled.get(e.span_id, e) if e.span_id else e
         for e in executions
