@@ -232,6 +232,40 @@ def rescore(engine: Engine, cid: str, scoring_config: Any | None) -> str:
     return rescore_one(engine, cid, scoring_config)
 
 
+def promote_preview(engine: Engine, cid: str, form: Mapping[str, str]) -> dict[str, Any]:
+    """What the conversation called, as an expectation in the ``refs import`` format, to review
+    before importing (refused when its rebuild carries a warning, unless forced)."""
+    from toolscore.collector.expectations.promote import PromoteError, promote_conversation
+
+    match, force = form.get("match") or "conversation_id", form.get("force") == "1"
+    try:
+        text, error = promote_conversation(engine, cid, match=match, force=force), None
+    except PromoteError as exc:
+        text, error = "", str(exc)
+    return {
+        "title": f"Promote {cid}",
+        "cid": cid,
+        "yaml": text,
+        "error": error,
+        "match": match,
+        "force": force,
+    }
+
+
+def promote_import(engine: Engine, cid: str, form: Mapping[str, str]) -> str:
+    """Import the promoted expectation; its id."""
+    from toolscore.collector.expectations.promote import MATCH_BY, PromoteError, promote
+    from toolscore.storage.expectations.repository import import_expectations
+
+    match = form.get("match") or "conversation_id"
+    if match not in MATCH_BY:
+        raise PromoteError(f"unknown match {match!r}")
+    with engine.begin() as conn:
+        found = promote(conn, cid, match_by=match, force=form.get("force") == "1")
+        import_expectations(conn, [found.expectation])
+    return found.expectation.id
+
+
 def expectation_list(engine: Engine, figures: dict[str, Any]) -> dict[str, Any]:
     from toolscore.storage.expectations.lookup import list_expectations
 

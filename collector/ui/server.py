@@ -77,6 +77,8 @@ class Ui:
                 web.get("/conversations/rows", self.conversation_rows),
                 web.get("/conversation", self.conversation),
                 web.post("/conversation/rescore", self.rescore),
+                web.post("/conversation/promote", self.promote),
+                web.post("/conversation/promote/import", self.promote_import),
                 web.get("/expectations", self.expectations),
                 web.get("/expectation", self.expectation),
                 web.get("/login", self.login_form),
@@ -174,6 +176,21 @@ class Ui:
         cid = form.get("id", "")
         notice = await self._read(pages.rescore, cid, self.config.scoring_config)
         raise web.HTTPSeeOther(f"/conversation?id={_quote(cid)}&notice={_quote(notice)}")
+
+    async def promote(self, request: web.Request) -> web.Response:
+        form = await self._checked_form(request)
+        data = await self._read(pages.promote_preview, form.get("id", ""), form)
+        return self._page("promote.html", **data)
+
+    async def promote_import(self, request: web.Request) -> web.Response:
+        from toolscore.collector.expectations.promote import PromoteError
+
+        form = await self._checked_form(request)
+        try:
+            eid = await self._read(pages.promote_import, form.get("id", ""), form)
+        except PromoteError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        raise web.HTTPSeeOther(f"/expectation?id={_quote(eid)}")
 
     async def expectations(self, request: web.Request) -> web.Response:
         data = await self._read(pages.expectation_list, await self._aggregates())

@@ -198,3 +198,17 @@ def test_behind_the_bearer_token_when_one_is_set(sqlite_url: str) -> None:
         )
         assert status == 303 and location == "/"
         assert post(running.url + "/conversation/rescore", {"id": "x"})[0] == 401
+
+
+def test_promote_shows_the_expectation_then_imports_it(scored: Running) -> None:
+    _, page, _ = get(scored.url + "/conversation?id=conv-unmatched")
+    token = csrf(page)
+    form = {"id": "conv-unmatched", "csrf": token, "match": "conversation_id"}
+    assert post(scored.url + "/conversation/promote", {"id": "conv-unmatched"})[0] == 403
+    status, preview = post(scored.url + "/conversation/promote", form)
+    assert status == 200
+    assert "promoted-conv-unmatched" in preview and "greet" in preview
+    status, location = post(scored.url + "/conversation/promote/import", form)
+    assert status == 303 and location == "/expectation?id=promoted-conv-unmatched"
+    status, one, _ = get(scored.url + location)
+    assert status == 200 and "Version 1" in one and "greet" in one
