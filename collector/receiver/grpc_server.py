@@ -19,13 +19,16 @@ MB in all), and on this machine's loopback moved the same MB/s (noise level); ov
 still allows ~10 MB/s per call, more than ingest stores (benchmarks/bench_inflight_memory.py).
 
 A call counts against ``--max-concurrent-requests`` only once its message has arrived (issue 9,
-point 4): before that it waits for a read turn (read_gate.py: two at once, one per
-connection), and a message that does not arrive within ``grpc_read_timeout_s`` of its turn is
-answered UNAVAILABLE. In its turn, a call first waits for room in the in-flight memory budget
-(budget.py) for a message of the size limit, then is read (see ``_read``). Connections: at
-most ``grpc_streams_per_connection`` calls each (HTTP/2 MAX_CONCURRENT_STREAMS; more wait on
-the client), closed after ``idle_timeout_s`` without a call (or without their HTTP/2
-preface), and pinged every minute so that dead peers are dropped.
+point 4): before that it waits for a read turn (read_gate.py: a few at once, a share per
+connection; a turn is a short probe, after which a pending read is parked), and a message that
+does not arrive within ``grpc_read_timeout_s`` of its turn is answered UNAVAILABLE. In its
+turn, a call first waits for room in the in-flight memory budget (budget.py) for a message of
+the size limit, then is read (see ``_read``). Connections: at most
+``max_grpc_connections`` (grpc core refuses more), at most ``grpc_streams_per_connection``
+calls each (HTTP/2 MAX_CONCURRENT_STREAMS; more wait on the client: enough that silent calls
+do not take every stream of a connection a legitimate client shares), closed after
+``idle_timeout_s`` without a call (or without their HTTP/2 preface), and pinged every minute
+so that dead peers are dropped.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ from toolscore.collector.errors import (
 from toolscore.collector.ingest.metrics import Metrics
 from toolscore.collector.receiver.budget import MemoryBusy, Reservation
 from toolscore.collector.receiver.core import OtlpCore, Signal, first_allowance
-from toolscore.collector.receiver.limits import ReceiverLimits
-from toolscore.collector.receiver.read_gate import ReadGate
+from toolscore.collector.receiver.limits import ReceiverLimits, connection_cap
+from toolscore.collector.receiver.read_gate import ParkedReads, ReadGate
 from toolscore.collector.settings import Listen
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,7 @@ def server_options(max_request_bytes: int, limits: ReceiverLimits) -> list[tuple
         ("grpc.http2.bdp_probe", 0),
         ("grpc.http2.lookahead_bytes", STREAM_WINDOW),
         ("grpc.max_concurrent_streams", limits.grpc_streams_per_connection),
+        ("grpc.max_allowed_incoming_connections", connection_cap(limits.max_grpc_connections)),
         ("grpc.max_connection_idle_ms", idle_ms),
         ("grpc.server_handshake_timeout_ms", idle_ms),
         ("grpc.keepalive_time_ms", KEEPALIVE_MS),
@@ -109,6 +113,10 @@ class GrpcReceiver:
         self._server = grpc.aio.server(options=server_options(max_request_bytes, limits))
         self._gate = ReadGate(limits.grpc_reads, limits.grpc_reads_per_connection, metrics)
         self._read_timeout_s = limits.grpc_read_timeout_s
+        self._probe_s = limits.grpc_probe_s
+        self._parked = ParkedReads(
+            int(limits.memory_budget_bytes * limits.grpc_parked_share), limits.grpc_parked_min_s
+        )
         # the message and its first chunk (core.py): once read, an admitted call is not refused
         self._read_allowance = min(
             max_request_bytes + first_allowance(max_request_bytes), limits.memory_budget_bytes
@@ -211,8 +219,8 @@ class GrpcReceiver:
     async def _read(
         self, context: grpc.aio.ServicerContext[Any, Any], reservation: Reservation
     ) -> bytes | None:
-        """The call's one message (as a unary call sends), read in its turn (read_gate.py) once
-        the memory budget has room for a message of the size limit and its first chunk;
+        """The call's one message (as a unary call sends), read from its turn (read_gate.py) on,
+        once the memory budget has room for a message of the size limit and its first chunk;
         ``reservation`` then holds what the message needs of that (core.py).
 
         Its size is known only once it is read, and what grpc core reads is not refused: a call
@@ -222,28 +230,52 @@ class GrpcReceiver:
         call (message over the size limit: the client gets its RESOURCE_EXHAUSTED, whatever we
         return) or the client sent no message: an empty export, which succeeds (both
         responses' empty encoding is b"")."""
-        budget = self._core.budget
+        deadline = asyncio.get_running_loop().time() + self._read_timeout_s
         async with self._gate.turn(context.peer()):
-            try:
-                async with asyncio.timeout(self._read_timeout_s):
-                    await budget.room(self._read_allowance)
-                    reservation.grow(self._read_allowance)
-                    data = await context.read()
-            except TimeoutError:
-                if reservation.held:
-                    self._metrics.slow_requests.labels("grpc").inc()
-                    raise MessageTooSlow(
-                        f"request message did not arrive within {self._read_timeout_s:g} s",
-                        self._retry_after_s,
-                    ) from None
-                self._metrics.memory_refused.labels("grpc").inc()
-                raise MemoryBusy(
-                    "the server's in-flight memory budget is taken by other requests; retry later",
-                    self._retry_after_s,
-                ) from None
+            await self._reserve_read(reservation, deadline)
+            read: asyncio.Future[object] = asyncio.ensure_future(context.read())
+            done, _ = await asyncio.wait({read}, timeout=self._probe_s)
+        if not done:
+            await self._parked_read(read, reservation, deadline)
+        data = read.result()
         size = len(data) if isinstance(data, bytes) else 0
         reservation.shrink(reservation.held - size - first_allowance(size))
         return data if isinstance(data, bytes) else None
+
+    async def _reserve_read(self, reservation: Reservation, deadline: float) -> None:
+        budget = self._core.budget
+        # parked reads give way to a turn (the oldest first)
+        self._parked.make_room(budget.used + self._read_allowance - budget.limit)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await budget.room(self._read_allowance)
+        except TimeoutError:
+            self._metrics.memory_refused.labels("grpc").inc()
+            raise MemoryBusy(
+                "the server's in-flight memory budget is taken by other requests; retry later",
+                self._retry_after_s,
+            ) from None
+        reservation.grow(self._read_allowance)
+
+    async def _parked_read(
+        self, read: asyncio.Future[object], reservation: Reservation, deadline: float
+    ) -> None:
+        """Wait for ``read`` without a turn, until the read timeout or until it is ended to make
+        room (both: MessageTooSlow)."""
+        try:
+            if self._parked.park(read, reservation.held):
+                await asyncio.wait({read}, timeout=max(0.0, deadline - read.get_loop().time()))
+        finally:
+            self._parked.unpark(read)
+            if not read.done():
+                read.cancel()
+        if read.cancelled():
+            self._metrics.slow_requests.labels("grpc").inc()
+            raise MessageTooSlow(
+                f"request message did not arrive within {self._read_timeout_s:g} s, or in "
+                "time to make room for other calls",
+                self._retry_after_s,
+            )
 
     def _refuse_if_closing(self) -> None:
         if self._closing:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import resource
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ from toolscore.collector.ingest.metrics import Metrics
 from toolscore.collector.receiver.budget import Reservation
 from toolscore.collector.receiver.core import Format, OtlpCore, Signal
 from toolscore.collector.receiver.inflate import inflater, too_large
+from toolscore.collector.receiver.limits import connection_cap
 from toolscore.collector.receiver.sites import CappedTCPSite
 from toolscore.collector.settings import Listen
 
@@ -104,7 +104,7 @@ class HttpReceiver:
             keepalive_timeout=limits.idle_timeout_s,  # also before a connection's first request
             lingering_time=LINGER_S,
         )
-        self._max_connections = _connection_cap(limits.max_http_connections)
+        self._max_connections = connection_cap(limits.max_http_connections)
         self.port = 0
 
     async def start(self) -> int:
@@ -248,15 +248,6 @@ class HttpReceiver:
         return web.json_response(
             {"status": "ok" if ok else "unavailable"}, status=200 if ok else 503
         )
-
-
-def _connection_cap(configured: int) -> int:
-    """``configured``, but at most half the process's file descriptors (the rest are for the
-    database, gRPC and the log)."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return configured
-    return max(1, min(configured, soft // 2))
 
 
 def _message_response(message: Message, is_json: bool, status: int) -> web.Response:

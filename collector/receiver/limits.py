@@ -9,6 +9,7 @@ whatever clients send (docs/reliability.md, "The bound").
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass
 
 MIB = 1024 * 1024
@@ -50,10 +51,26 @@ class ReceiverLimits:
     # An HTTP body must arrive at min_body_rate bytes/s after a grace: by grace + received/rate.
     body_grace_s: float = 10.0
     min_body_rate: float = 64 * 1024
-    max_http_connections: int = 4096  # more are closed on accept (also capped by RLIMIT_NOFILE/2)
+    # per transport: more are closed on accept (also capped by a third of RLIMIT_NOFILE)
+    max_http_connections: int = 4096
+    max_grpc_connections: int = 4096
     # gRPC calls waiting for their message: grpc core buffers a message whole only while it is
     # being read, so these many reads at once bound what arrives (x --max-request-bytes)...
-    grpc_reads: int = 2
-    grpc_reads_per_connection: int = 1  # ...and one connection's idle calls hold at most this
+    grpc_reads: int = 3
+    grpc_reads_per_connection: int = 2  # ...and one connection's calls at most this
     grpc_read_timeout_s: float = 30.0  # a call's message must arrive within this of its turn
-    grpc_streams_per_connection: int = 32  # HTTP/2 MAX_CONCURRENT_STREAMS
+    # A turn lasts this long; a read still pending then goes on parked, without its turn
+    # (read_gate.py), parked reads holding at most this share of the memory budget.
+    grpc_probe_s: float = 0.1
+    grpc_parked_share: float = 0.5
+    grpc_parked_min_s: float = 1.0  # a parked read is not ended to make room before this
+    grpc_streams_per_connection: int = 128  # HTTP/2 MAX_CONCURRENT_STREAMS
+
+
+def connection_cap(configured: int) -> int:
+    """``configured``, but at most a third of the process's file descriptors (one third per
+    transport; the rest are for the database and the log)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return configured
+    return max(1, min(configured, soft // 3))

@@ -1,4 +1,5 @@
-"""Turns to read a gRPC call's message: a few at once, and a share per connection.
+"""Turns to read a gRPC call's message: a few at once, and a share per connection; and the reads
+that outlast their turn (parked).
 
 grpc core buffers a call's message whole only while the application reads it (otherwise no more
 than the HTTP/2 stream window), and grpc.aio cannot tell an idle call from one whose message is
@@ -7,6 +8,15 @@ bounded by that times the size limit) and at most ``per_connection`` for one con
 calls over one connection then hold 1 turn, not every slot: issue 9, point 4). A call waits
 for its turn (its stream buffered no further); a turn lasts at most the read timeout, enforced
 by the caller. Turns are granted in arrival order within the connection's share.
+
+A turn is short (a probe): a legitimate client sends its message with the call, so by its turn
+grpc core has it (up to the stream window), and reading it takes no time. A read still pending
+at the end of its probe is parked: it goes on without a turn, still holding its memory
+reservation (grpc core may still receive its whole message), so the next call of the
+connection gets its turn at once. Silent calls sharing a connection with a legitimate client
+then cost it a probe each, not a read timeout each (70 silent calls over one connection starved
+a client sharing it). Parked reads hold at most a share of the budget; parking one more, or a
+turn that needs the room, ends the oldest (its call gets UNAVAILABLE and may retry).
 """
 
 from __future__ import annotations
@@ -16,6 +26,8 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from toolscore.collector.ingest.metrics import Metrics
+
+ReadFuture = asyncio.Future[object]
 
 
 class _Share:
@@ -58,3 +70,44 @@ class ReadGate:
     def _waiting(self, delta: int) -> None:
         self.waiting += delta
         self._metrics.grpc_waiting_reads.set(self.waiting)
+
+
+class ParkedReads:
+    """Reads pending past their probe, oldest first, holding at most ``limit_bytes`` of the
+    memory budget in all (each its call's reservation). A read parked less than ``min_age_s``
+    is never ended to make room (a legitimate message late only because the server was busy
+    gets that long to be taken in): a read that finds no room then is not parked at all."""
+
+    def __init__(self, limit_bytes: int, min_age_s: float) -> None:
+        self._limit = limit_bytes
+        self._min_age_s = min_age_s
+        self._reads: dict[ReadFuture, tuple[int, float]] = {}
+        self.held = 0
+
+    def park(self, read: ReadFuture, held: int) -> bool:
+        """Park ``read`` (its call holds ``held`` bytes), ending the oldest while over the
+        limit; False (not parked) when that is not possible."""
+        if not self.make_room(self.held + held - self._limit):
+            return False
+        self._reads[read] = (held, read.get_loop().time())
+        self.held += held
+        return True
+
+    def unpark(self, read: ReadFuture) -> None:
+        held, _ = self._reads.pop(read, (0, 0.0))
+        self.held -= held
+
+    def make_room(self, n: int) -> bool:
+        """End the oldest parked reads old enough until ``n`` bytes of theirs are given up
+        (their calls see their read cancelled and give their reservations back); False when
+        that many could not be."""
+        if n <= 0:
+            return True
+        now = asyncio.get_running_loop().time()
+        for read, (held, since) in list(self._reads.items()):
+            if n <= 0 or now - since < self._min_age_s:
+                break
+            n -= held
+            self.unpark(read)
+            read.cancel()
+        return n <= 0
