@@ -32,8 +32,8 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_inflight_memory import TRACES, Server  # noqa: E402
-from tests.integration.test_receiver_concurrency import _request  # noqa: E402
+from benchmarks.bench_inflight_memory import TRACES, Server
+from tests.integration.test_receiver_concurrency import _request
 
 PB = {"Content-Type": "application/x-protobuf"}
 # The legitimate client's channel: its own connection (as a separate process has), or with
