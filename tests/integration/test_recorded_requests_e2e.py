@@ -66,6 +66,7 @@ NOT_YET[("beeai-openinference", "user_input")] = BEEAI_USER
 NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
 RECORDINGS = {
+    "ag2-native",
     "autogen-openllmetry",
     "beeai-openinference",
     "langsmith-langgraph",
