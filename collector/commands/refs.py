@@ -1,5 +1,5 @@
-"""``toolscore refs import|list|show|promote``: manage the reference expectations conversations
-are scored against.
+"""``toolscore refs import|list|show|promote|suggest``: manage the reference expectations
+conversations are scored against.
 
 Expectation ids, calls and match rules come from imported files: the text output escapes their
 control and bidi characters (``toolscore.collector.views.safe_text``), the JSON output as
@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=_show)
 
     _register_promote(sub)
+    _register_suggest(sub)
     parser.set_defaults(handler=lambda _args: _usage(parser))
 
 
@@ -170,6 +171,62 @@ def _promote(args: argparse.Namespace) -> int:
         return 0
     entry = report.entries[0]
     print(terminal_safe(f"{entry.status:9} {entry.id} v{entry.version}"))
+    return 0
+
+
+def _register_suggest(sub: Any) -> None:
+    suggest = sub.add_parser(
+        "suggest",
+        help="the most frequent unmatched first messages or tool sequences: candidates for "
+        "new expectations",
+    )
+    suggest.add_argument(
+        "--by",
+        choices=("message", "tools"),
+        default="message",
+        help="group unmatched conversations by first user message (folded as matching folds "
+        "it) or by their sequence of tool names (default: message)",
+    )
+    suggest.add_argument("--limit", type=int, default=10, help="candidates shown (default 10)")
+    suggest.add_argument(
+        "--scan",
+        type=int,
+        default=10_000,
+        help="unmatched conversations read, most recent first (default 10000)",
+    )
+    add_db_argument(suggest)
+    suggest.add_argument("--json", action="store_true", help="JSON output for scripts")
+    suggest.set_defaults(handler=_suggest)
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from toolscore.storage.conversations.coverage import (
+        unmatched_messages,
+        unmatched_tool_sequences,
+    )
+
+    if args.limit < 1 or args.scan < 1:
+        raise UsageError("--limit and --scan must be at least 1")
+    read = unmatched_messages if args.by == "message" else unmatched_tool_sequences
+    engine = open_database(args, "conversations", hint="run `toolscore serve` first")
+    try:
+        with engine.connect() as conn:
+            found = read(conn, limit=args.limit, scan=args.scan)
+    finally:
+        engine.dispose()
+    if args.json:
+        rows = [
+            {"candidate": c.text, "conversations": c.conversations, "example": c.example}
+            for c in found
+        ]
+        print(json_safe(rows, indent=2))
+        return 0
+    if not found:
+        print("no unmatched conversations")
+        return 0
+    table = [[str(c.conversations), clip(c.text, 80), c.example] for c in found]
+    print(render_table(["CONVERSATIONS", "CANDIDATE", "EXAMPLE"], table))
+    print("promote one: toolscore refs promote EXAMPLE --match regex", file=sys.stderr)
     return 0
 
 

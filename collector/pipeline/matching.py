@@ -103,6 +103,24 @@ def facts_of(spans: Sequence[SpanRecord], first_user_message: str | None, keys: 
     return Facts(first_user_message, {k: frozenset(v) for k, v in found.items()})
 
 
+SERVICE_KEY = "service.name"
+AGENT_KEY = "gen_ai.agent.name"
+
+
+def identity(spans: Sequence[SpanRecord]) -> tuple[str | None, str | None]:
+    """The conversation's ``service.name`` (of the first span's resource that has one) and
+    ``gen_ai.agent.name`` (of the first span that has one): what coverage is counted by."""
+    service = agent = None
+    for span in spans:
+        if service is None and isinstance(v := span.resource_attributes.get(SERVICE_KEY), str):
+            service = v
+        if agent is None and isinstance(v := span.attributes.get(AGENT_KEY), str):
+            agent = v
+        if service is not None and agent is not None:
+            break
+    return service, agent
+
+
 class Matcher:
     """Matching for one scoring round; lookups by id and by user input memoised."""
 

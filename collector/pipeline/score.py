@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolscore.collector.pipeline.carry import after_pruning
-from toolscore.collector.pipeline.matching import Found, Matcher
+from toolscore.collector.pipeline.matching import Found, Matcher, identity
 from toolscore.collector.pipeline.not_evaluated import mark_not_evaluated, unrecorded
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
@@ -184,10 +184,13 @@ def _compute_one(
     control_calls: ControlCalls = DEFAULT_CONTROL,
     carried: Carried | None = None,
 ) -> _Computed:
+    service, agent = identity(spans)
     base: dict[str, Any] = {
         "conversation_id": row.id,
         "trace_id": row.last_trace_id,
         "root_span_id": row.root_span_id,
+        "service_name": _text_or_none(service),
+        "agent_name": _text_or_none(agent),
     }
     try:
         rec = reconstruct(spans, logs, control_calls=control_calls)

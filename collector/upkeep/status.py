@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from toolscore.collector.components import AppContext, Extension, ExtensionFactory
 from toolscore.collector.export.attributes import pass_label, threshold_for
+from toolscore.collector.upkeep.coverage import CoverageGauges, CoverageRows, coverage_reader
 from toolscore.storage.conversations.backlog import (
     Backlog,
     ScoredEvaluation,
@@ -227,6 +228,7 @@ class StatusReporter:
         registry: CollectorRegistry,
         read_evaluations: EvaluationReader | None = None,
         read_counts: Callable[[], Mapping[str, int]] | None = None,
+        read_coverage: Callable[[], CoverageRows] | None = None,
         *,
         poll_s: float = 15.0,
         log_every_s: float = 60.0,
@@ -237,6 +239,8 @@ class StatusReporter:
         self._evaluations = EvaluationMetrics(registry)
         self._read_evaluations = read_evaluations
         self._read_counts = read_counts
+        self._read_coverage = read_coverage
+        self._coverage = CoverageGauges(registry) if read_coverage is not None else None
         self._polls = 0
         self._next_count = 0.0  # monotonic time of the next count by status
         self._poll_s, self._log_every_s = poll_s, log_every_s
@@ -280,6 +284,10 @@ class StatusReporter:
         started = time.monotonic()
         counts, took_s = await asyncio.to_thread(_timed, read)
         self._gauges.set_counts(counts)
+        if self._read_coverage is not None and self._coverage is not None:
+            rows = await asyncio.to_thread(self._read_coverage)
+            self._coverage.set(rows)
+            took_s = time.monotonic() - started  # both scans count against the schedule
         self._next_count = started + max(
             COUNT_EVERY_POLLS * self._poll_s - self._poll_s / 2,
             COUNT_COST_FACTOR * (took_s - COUNT_FREE_S),
@@ -314,6 +322,7 @@ def status_extension(poll_s: float = 15.0, log_every_s: float = 60.0) -> Extensi
             ctx.metrics.registry,
             evaluation_reader(ctx.engine),
             status_counts_reader(ctx.engine),
+            coverage_reader(ctx.engine),
             poll_s=poll_s,
             log_every_s=log_every_s,
         )

@@ -73,6 +73,9 @@ class Conversation(Base):
     unmatched_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     # spans that look like tool runs when no call was rebuilt, else NULL; migration 0010
     warning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # the conversation's service.name and gen_ai.agent.name, for coverage; migration 0018
+    service_name: Mapped[str | None] = mapped_column(Text, nullable=True)
+    agent_name: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         # The worker's "what is ready" query scans pending rows by their last span time.

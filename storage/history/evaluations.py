@@ -27,6 +27,7 @@ from sqlalchemy import (
     bindparam,
     case,
     false,
+    func,
     null,
     select,
     true,
@@ -61,6 +62,8 @@ class Revision:
     error: str | None = None
     unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
     warning: str | None = None  # tool-like spans from which no call was rebuilt
+    service_name: str | None = None  # the resource's service.name (coverage)
+    agent_name: str | None = None  # a span's gen_ai.agent.name (coverage)
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
@@ -140,6 +143,8 @@ def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None)
         "b_error": x.error,
         "b_unmatched_reason": x.unmatched_reason,
         "b_warning": x.warning,
+        "b_service_name": x.service_name,
+        "b_agent_name": x.agent_name,
         "b_seen": seen if seen is not None else -1,
         "b_release": seen is not None,
     }
@@ -163,6 +168,9 @@ def _update_conversation(row: Callable[[str], ColumnElement[Any]]) -> Any:
             error=row("b_error"),
             unmatched_reason=row("b_unmatched_reason"),
             warning=row("b_warning"),
+            # kept when a revision sees neither (its older spans pruned, say)
+            service_name=func.coalesce(row("b_service_name"), c.service_name),
+            agent_name=func.coalesce(row("b_agent_name"), c.agent_name),
             claimed_by=case((release, null()), else_=c.claimed_by),
             claimed_until=case((release, null()), else_=c.claimed_until),
             # A span that arrived while we scored keeps the conversation pending.
@@ -185,6 +193,8 @@ _ROW_TYPES: dict[str, TypeEngine[Any]] = {
     "b_error": Text(),
     "b_unmatched_reason": Text(),
     "b_warning": Text(),
+    "b_service_name": Text(),
+    "b_agent_name": Text(),
     "b_seen": BigInteger(),
     "b_release": Boolean(),
 }

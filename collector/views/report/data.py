@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED, explanation, pass_label
+from toolscore.storage.conversations.coverage import CoverageLine, coverage
 from toolscore.storage.database import Connection
 from toolscore.storage.history.reports import daily_scores, worst_scores
 from toolscore.storage.history.tool_scores import ToolScore, most_often_wrong, thresholds
@@ -89,6 +90,8 @@ class Report:
     worst: tuple[WorstConversation, ...]
     #: The tools with the most failures (wrong, missing, extra, misplaced), most first.
     tools: tuple[ToolScore, ...] = ()
+    #: Conversations active in the period by service and agent: matched, unmatched and why.
+    coverage: tuple[CoverageLine, ...] = ()
 
 
 def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
@@ -133,4 +136,9 @@ def load_report(
         for r in worst_scores(conn, since, until, expectation_id, limit=worst_limit)
     )
     tools = tuple(most_often_wrong(conn, since, until, expectation_id, limit=TOOLS_LIMIT))
-    return Report(since=since, until=until, series=series, worst=worst, tools=tools)
+    start = dt.datetime.combine(since, dt.time(), dt.UTC)
+    end = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), dt.UTC)
+    covered = () if expectation_id else tuple(coverage(conn, since=start, until=end))
+    return Report(
+        since=since, until=until, series=series, worst=worst, tools=tools, coverage=covered
+    )

@@ -75,7 +75,8 @@ def render_text(report: Report, width: int = 100) -> str:
     ]
     if not report.series:
         lines.append("No scored conversations in this period.")
-        return "\n".join(lines) + "\n"
+        lines += coverage_lines(report)
+        return safe_lines(lines) + "\n"
     header = ("expectation", "metric", "evals", "scored", "mean", "pass", "trend", "daily mean")
     rows = [
         (
@@ -110,4 +111,33 @@ def render_text(report: Report, width: int = 100) -> str:
             head = f"  {score:>6}  {w.conversation_id}  {w.expectation_id}/{w.metric}  {w.day}"
             lines.append(_cut(terminal_safe(head), width))
             lines.append(_cut(terminal_safe(f"          {w.explanation}"), width))
+    lines += [_cut(line, width) for line in coverage_lines(report)]
     return safe_lines(lines) + "\n"
+
+
+def coverage_lines(report: Report) -> list[str]:
+    """How much of the period's traffic found an expectation, per service and agent."""
+    if not report.coverage:
+        return []
+    header = ("service", "agent", "seen", "matched", "unmatched", "share", "top unmatched reason")
+    rows = [
+        (
+            terminal_safe(c.service),
+            terminal_safe(c.agent),
+            str(c.seen),
+            str(c.matched),
+            str(c.unmatched),
+            f"{c.matched / c.seen:.0%}" if c.seen else "-",
+            terminal_safe(f"{c.reasons[0][1]}x {c.reasons[0][0]}") if c.reasons else "",
+        )
+        for c in report.coverage
+    ]
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    lines = ["", "Coverage (conversations active in the period, by service and agent):"]
+    for r in (header, *rows):
+        cells = [
+            c.rjust(w) if 2 <= i <= 5 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
