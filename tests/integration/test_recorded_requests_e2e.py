@@ -67,6 +67,7 @@ NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style !=
 
 RECORDINGS = {
     "ag2-native",
+    "agno-openllmetry",
     "autogen-openllmetry",
     "beeai-openinference",
     "langsmith-langgraph",
