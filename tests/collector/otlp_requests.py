@@ -108,15 +108,24 @@ def _items(request: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str,
 
 
 def shuffled_and_split(
-    requests: Sequence[dict[str, Any]], seed: int, size: int, *, logs_first: bool
+    requests: Sequence[dict[str, Any]],
+    seed: int,
+    size: int,
+    *,
+    logs_first: bool,
+    clock: str = "recorded",
 ) -> list[dict[str, Any]]:
     """The same spans and log records in other requests: each signal's items shuffled and cut
     into requests of ``size`` items (each keeping its resource and scope), the logs' requests
-    before or after the spans'."""
+    before or after the spans'. ``clock``: the log records keep their times (``recorded``), all
+    share one time (``equal``: a coarse clock), or have none (``zero``: only the observed time,
+    as the OTel SDK sends a record whose emitter set no timestamp)."""
     rng = random.Random(seed)
     by_signal: dict[str, list[dict[str, Any]]] = {"traces": [], "logs": []}
     for request in requests:
         for signal, resource, scope, item in _items(request):
+            if signal == "logs":
+                item = _clocked(item, clock)
             by_signal[signal].append(_single(signal, resource, scope, item))
     out: dict[str, list[dict[str, Any]]] = {}
     for signal, singles in by_signal.items():
@@ -124,6 +133,18 @@ def shuffled_and_split(
         out[signal] = [_merge(signal, singles[i : i + size]) for i in range(0, len(singles), size)]
     first, second = ("logs", "traces") if logs_first else ("traces", "logs")
     return out[first] + out[second]
+
+
+EQUAL_TIME_NS = "1700000000000000000"
+
+
+def _clocked(record: dict[str, Any], clock: str) -> dict[str, Any]:
+    if clock == "recorded":
+        return record
+    if clock == "equal":
+        return {**record, "timeUnixNano": EQUAL_TIME_NS, "observedTimeUnixNano": EQUAL_TIME_NS}
+    assert clock == "zero", clock
+    return {k: v for k, v in record.items() if k != "timeUnixNano"}
 
 
 def _single(

@@ -224,19 +224,20 @@ def test_recording_keeps_what_it_expects(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "logs_first"),
-    [(1, True), (2, False), (3, True), (4, False)],
-    ids=["logs-first-1", "spans-first-2", "logs-first-3", "spans-first-4"],
+    ("seed", "logs_first", "clock"),
+    [(1, True, "recorded"), (2, False, "recorded"), (3, True, "equal"), (4, False, "zero")],
+    ids=["logs-first", "spans-first", "equal-clock", "no-clock"],
 )
 def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
-    db_url: str, seed: int, logs_first: bool
+    db_url: str, seed: int, logs_first: bool, clock: str
 ) -> None:
     """Semantic Kernel's content arrives as log records, which an app's batch processors send
     whenever a batch fills: the same records and spans, shuffled and cut into requests of three
-    (records before or after the spans), give the transcript of the whole recording at once."""
+    (records before or after the spans; their clocks as recorded, all equal, or unset), give the
+    transcript of the whole recording at once."""
     recording = load_requests("semantic-kernel-agent")
     whole = reconstruct(*records(recording.requests))
-    requests = shuffled_and_split(recording.requests, seed, 3, logs_first=logs_first)
+    requests = shuffled_and_split(recording.requests, seed, 3, logs_first=logs_first, clock=clock)
     assert len(requests) > len(recording.requests)
     import_refs(db_url, expectation(recording, "reference_id"))
     with pipeline_server(db_url) as srv:
