@@ -48,9 +48,9 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
 LITELLM = (
-    "LiteLLM's callback: one trace per model call and no session (five conversations, not "
-    "joined by the replayed history), the calls only in gen_ai.completion.N.function_call.* "
-    "beside empty output parts"
+    "LiteLLM's callback makes one trace per model call and exports no session: five "
+    "conversations, each scored on its own calls, not joined by the history each later call "
+    "replays"
 )
 BEEAI = (
     "BeeAI through OpenInference, scored with no warning: tool spans' arguments wrapped as "
