@@ -75,6 +75,7 @@ RECORDINGS = {
     "llamaindex-openinference",
     "pydantic-ai-mcp",
     "semantic-kernel-agent",
+    "semantic-kernel-agent-streaming",
     "vercel-ai7",
 }
 
