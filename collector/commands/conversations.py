@@ -147,6 +147,10 @@ def _conversations(args: argparse.Namespace) -> int:
         for r in rows
     ]
     headers = ["CONVERSATION", "STATUS", "LAST ACTIVITY", "EXPECTATION", *metrics]
+    if any(r.get("warning") for r in rows):  # scores given, marked: `show` has the whole text
+        headers.append("WARNING")
+        for line, r in zip(table, rows, strict=True):
+            line.append(clip(r["warning"], 60) if r.get("warning") else "")
     if any(why_unmatched(r) for r in rows):  # the reason last: it is the widest column
         headers.append("WHY UNMATCHED")
         for line, r in zip(table, rows, strict=True):

@@ -44,6 +44,9 @@ ATTR_PREDICTED_COUNT = "toolscore.tool_calls.predicted_count"
 ATTR_EXPECTED_COUNT = "toolscore.tool_calls.expected_count"
 ATTR_THRESHOLD = "toolscore.evaluation.threshold"
 ATTR_ERROR = "toolscore.evaluation.error"
+# why the conversation's rebuilt calls may be wrong (a name or arguments inferred without
+# evidence, records that disagree, calls that could not be read): the score is given, marked
+ATTR_WARNING = "toolscore.conversation.warning"
 
 # Resource service.name and instrumentation scope of everything toolscore emits.
 TOOLSCORE_SERVICE_NAME = "toolscore"
@@ -175,6 +178,9 @@ def evaluation_attributes(
         attrs[ATTR_SCORE_VALUE] = float(score)
     if error:
         attrs[ATTR_ERROR] = error[:EXPLANATION_MAX_CHARS]
+    warning = details.get("warning") if isinstance(details, Mapping) else None
+    if isinstance(warning, str) and warning:
+        attrs[ATTR_WARNING] = warning[:EXPLANATION_MAX_CHARS]
     if expectation_id is not None:
         attrs[ATTR_EXPECTATION_ID] = expectation_id
     if expectation_version is not None:

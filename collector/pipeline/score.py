@@ -47,7 +47,7 @@ class ScoreOutcome:
     scores: Mapping[str, float | None] = field(default_factory=dict)  # metric instance -> score
     error: str | None = None
     unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
-    warning: str | None = None  # spans look like tool runs, no call rebuilt (show prints it)
+    warning: str | None = None  # why the rebuilt calls may be wrong (every view shows it)
 
 
 # The result of ``compute``, written by ``write`` (storage.history.evaluations).
@@ -167,6 +167,13 @@ def _storable_evaluations(
     return tuple(out)
 
 
+WARNING_MAX_CHARS = 2000
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= WARNING_MAX_CHARS else text[: WARNING_MAX_CHARS - 3] + "..."
+
+
 def _unread_reason(unread: Sequence[str]) -> str:
     shown = "; ".join(unread[:3]) + (f"; and {len(unread) - 3} more" if len(unread) > 3 else "")
     return (
@@ -205,11 +212,15 @@ def _compute_one(
         notes.append("first user message: NUL or lone surrogates stored as U+FFFD")
     facts = matcher.facts(spans, rec.first_user_message)
     found = matcher.match(row.reference_id, row.id, facts)
-    warnings = [w for w in (rec.unrecognised if not calls else None, found and found.warning) if w]
+    # why the calls may be wrong: spans that look like tool runs when none was rebuilt, the
+    # reconstruction's cautions (collector/reconstruction/cautions.py), the match's own
+    unrecognised = rec.unrecognised if not calls else None
+    warnings = [w for w in (unrecognised, *rec.cautions, found and found.warning) if w]
+    warning = _text_or_none(_bounded("; ".join(warnings))) if warnings else None
     common: dict[str, Any] = {
         "first_user_message": first,
         "calls": calls,
-        "warning": _text_or_none("; ".join(warnings)) if warnings else None,
+        "warning": warning,
         **base,
     }
     matched: dict[str, Any] = {}
@@ -231,6 +242,8 @@ def _compute_one(
     rows = mark_not_evaluated(rows, config.instances, missing, len(calls))
     if filled:  # what the templates took, so the history explains the reference it used
         rows = tuple({**r, "details": {**r["details"], "template_values": filled}} for r in rows)
+    if warning is not None:  # the score is given, marked: the views and the write-back say so
+        rows = tuple({**r, "details": {**(r["details"] or {}), "warning": warning}} for r in rows)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),

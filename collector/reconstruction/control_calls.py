@@ -24,6 +24,7 @@ HANDOFF = "handoff"
 SMOLAGENTS_FINAL_ANSWER = "smolagents.final_answer"
 PYDANTIC_AI_FINAL_RESULT = "pydantic_ai.final_result"
 CREWAI_DELEGATION = "crewai.delegation"
+TURN_END = "turn_end"
 
 # kind -> what it is (shown in errors and docs)
 CONTROL_KINDS: Mapping[str, str] = {
@@ -32,6 +33,8 @@ CONTROL_KINDS: Mapping[str, str] = {
     SMOLAGENTS_FINAL_ANSWER: "smolagents' final_answer call ending a run",
     PYDANTIC_AI_FINAL_RESULT: "Pydantic AI's output tool final_result / final_result_<Type>",
     CREWAI_DELEGATION: "CrewAI's 'Delegate work to coworker' / 'Ask question to coworker'",
+    TURN_END: "a tool a framework adds to end a turn with its answer (final_answer, finish, "
+    "final_result, final_result_<Type>), as the last call of its turn, in any framework",
 }
 
 _HANDOFF_NAME = re.compile(r"^transfer_(?:back_)?to_")
@@ -44,10 +47,13 @@ _CREWAI_NAMES = frozenset(
     }
 )
 _FINAL_RESULT = re.compile(r"^final_result(?:_\w+)?$")
+_TURN_END = re.compile(r"^(?:final_answer|finish|final_result(?:_\w+)?)$")
 
 
-def control_kind(name: str, convention: str) -> str | None:
-    """The control-call kind of a call named ``name`` read by ``convention``, or None."""
+def control_kind(name: str, convention: str, *, ends_turn: bool = False) -> str | None:
+    """The control-call kind of a call named ``name`` read by ``convention``, or None;
+    ``ends_turn``: no call follows it in its turn (what makes a ``final_answer`` or ``finish``
+    outside the frameworks known by name a turn's end rather than a user's tool)."""
     if _HANDOFF_NAME.match(name):
         return HANDOFF
     if name == "final_answer" and convention == "smolagents":
@@ -56,6 +62,8 @@ def control_kind(name: str, convention: str) -> str | None:
         return PYDANTIC_AI_FINAL_RESULT
     if name.strip().lower() in _CREWAI_NAMES:
         return CREWAI_DELEGATION
+    if ends_turn and _TURN_END.match(name):
+        return TURN_END
     return None
 
 

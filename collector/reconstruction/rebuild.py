@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscore.collector.reconstruction.cautions import unread_calls, unused_tool_spans
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.conventions import (
@@ -37,6 +38,7 @@ from toolscore.collector.reconstruction.conventions import (
 from toolscore.collector.reconstruction.conventions.capture import capture_hint
 from toolscore.collector.reconstruction.conventions.definitions import parameter_names
 from toolscore.collector.reconstruction.conventions.unrecognised import unrecognised_warning
+from toolscore.collector.reconstruction.evidence import confirm, evidence, split_merged
 from toolscore.collector.reconstruction.layers import join_layers
 from toolscore.collector.reconstruction.sample import sample_messages
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
@@ -81,6 +83,10 @@ class Reconstruction:
     unread: tuple[str, ...] = ()
     # No call rebuilt though spans look like tool runs: which, and why (else None).
     unrecognised: str | None = None
+    # Why the rebuilt calls may be wrong though they were read (a name or arguments inferred
+    # without evidence, records that disagree, calls that could not be read): the score is
+    # still given, marked (conversations.warning).
+    cautions: tuple[str, ...] = ()
     # span id -> the convention that read it; and the spans that gave something (show --spans)
     readers: Mapping[str, str] = field(default_factory=dict)
     used_spans: frozenset[str] = frozenset()
@@ -152,9 +158,11 @@ def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | 
 
 
 def _calls(
-    transcript: _Transcript, spans: Sequence[SpanRecord], warnings: list[str]
+    transcript: _Transcript,
+    spans: Sequence[SpanRecord],
+    params: dict[str, tuple[str, ...]],
+    warnings: list[str],
 ) -> tuple[list[ReconstructedCall], dict[int, DecodedArgs]]:
-    params = parameter_names(spans)
     scopes = {s.span_id: s.scope_name for s in spans}
     calls: list[ReconstructedCall] = []
     decoded_by_call: dict[int, DecodedArgs] = {}
@@ -230,17 +238,25 @@ def _reconstruct(
     exchanges = [o for o in observations if isinstance(o, Exchange)]
     exchanges.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.sort_ns))
     canon = _Canon()
-    transcript = _Transcript(canon)
-    for exchange in _dedupe(exchanges, spans, canon):
-        transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
     executions, _joined = join_layers(executions, spans)
+    params = parameter_names(spans)
+    cautions: list[str] = []
+    executions = confirm(executions, evidence(exchanges, params, canon), cautions)
+    exchanges = split_merged(exchanges, executions, canon, cautions)
+    transcript = _Transcript(canon)
+    for exchange in _dedupe(exchanges, spans, canon):
+        transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     orphans = attach(transcript.calls(), executions, warnings, canon)
     insert_orphans(transcript, orphans, ranks)
     drop_control_calls(transcript.entries, control_calls)
 
-    calls, decoded_by_call = _calls(transcript, spans, warnings)
+    used = frozenset(o.span_id for o in observations if o.span_id)
+    cautions += [
+        c for c in (unused_tool_spans(spans, used, readers), unread_calls(exchanges, spans)) if c
+    ]
+    calls, decoded_by_call = _calls(transcript, spans, params, warnings)
     messages = sample_messages(transcript, decoded_by_call, warnings)
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None
@@ -252,7 +268,8 @@ def _reconstruct(
         root_span_id=_root_span_id(spans, order[-1] if order else None),
         warnings=tuple(warnings),
         unread=tuple(unread),
+        cautions=tuple(cautions) if calls else (),
         unrecognised=None if calls else unrecognised_warning(spans, readers),
         readers=readers,
-        used_spans=frozenset(o.span_id for o in observations if o.span_id),
+        used_spans=used,
     )

@@ -13,6 +13,7 @@ import orjson
 
 from toolscore.collector.reconstruction.control_calls import (
     PYDANTIC_AI_FINAL_RESULT,
+    TURN_END,
     ControlCalls,
     control_kind,
 )
@@ -218,7 +219,8 @@ def drop_control_calls(entries: list[Entry], policy: ControlCalls) -> None:
     dropped: set[str] = set()
     kept: list[Entry] = []
     orphan_results = 0
-    for entry in entries:
+    last = _turn_ends(entries)
+    for index, entry in enumerate(entries):
         if entry.role == "tool":
             if entry.tool_call_id in dropped:
                 continue
@@ -228,7 +230,11 @@ def drop_control_calls(entries: list[Entry], policy: ControlCalls) -> None:
             kept.append(entry)
             continue
         orphan_results = 0
-        gone = [c for c in entry.calls if not policy.includes(control_kind(c.name, c.convention))]
+        gone = [
+            c
+            for c in entry.calls
+            if not policy.includes(control_kind(c.name, c.convention, ends_turn=index in last))
+        ]
         if gone:
             dropped.update(c.call_id for c in gone if c.call_id)
             entry.calls = [c for c in entry.calls if all(c is not g for g in gone)]
@@ -242,10 +248,32 @@ def drop_control_calls(entries: list[Entry], policy: ControlCalls) -> None:
     entries[:] = kept
 
 
+def _turn_ends(entries: list[Entry]) -> set[int]:
+    """The entries holding the last calls of their turn (a turn ends at the next user
+    message)."""
+    ends: set[int] = set()
+    seen_calls = False
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry.role == "user":
+            seen_calls = False
+        elif entry.calls and not seen_calls:
+            ends.add(index)
+            seen_calls = True
+    return ends
+
+
+_ANSWER_KINDS = frozenset({PYDANTIC_AI_FINAL_RESULT, TURN_END})
+
+
 def _answer_text(calls: list[Call]) -> str:
     for call in calls:
-        if control_kind(call.name, call.convention) == PYDANTIC_AI_FINAL_RESULT:
+        kind = control_kind(call.name, call.convention, ends_turn=True)
+        if kind in _ANSWER_KINDS:
             value = maybe_json(call.arguments)
+            if kind == TURN_END and isinstance(value, dict) and len(value) == 1:
+                (only,) = value.values()  # {"response": "..."}, {"answer": "..."}
+                value = only if isinstance(only, str) else value
             if isinstance(value, str):
                 return value
             try:

@@ -22,6 +22,7 @@ from toolscore.collector.components import AppContext, Extension, ExtensionFacto
 from toolscore.collector.export.attributes import pass_label, threshold_for
 from toolscore.collector.upkeep.coverage import CoverageGauges, CoverageRows, coverage_reader
 from toolscore.storage.conversations.backlog import (
+    WITH_WARNING,
     Backlog,
     ScoredEvaluation,
     backlog_reader,
@@ -65,6 +66,13 @@ class BacklogGauges:
             ["status"],
             registry=registry,
         )
+        self.with_warning = Gauge(
+            "toolscore_conversations_with_warning",
+            "Conversations whose rebuilt calls may be wrong (a name or arguments inferred "
+            "without evidence, records that disagree, calls that could not be read), read with "
+            "the counts by status.",
+            registry=registry,
+        )
         self.waiting = Gauge(
             "toolscore_conversations_waiting",
             "Conversations with spans not yet scored (open or re-opened by a late span).",
@@ -91,6 +99,7 @@ class BacklogGauges:
     def set_counts(self, counts: Mapping[str, int]) -> None:
         for status in STATUSES:
             self.by_status.labels(status).set(counts.get(status, 0))
+        self.with_warning.set(counts.get(WITH_WARNING, 0))
 
 
 class EvaluationMetrics:

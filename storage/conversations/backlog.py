@@ -54,12 +54,20 @@ def backlog_reader(engine: Engine) -> Callable[[], Backlog]:
 
 
 def conversations_by_status(conn: Connection) -> dict[str, int]:
-    """How many conversations have each status (a scan of ``conversations``: poll it rarely).
+    """How many conversations have each status, and how many carry a warning
+    (:data:`WITH_WARNING`; a scan of ``conversations``: poll it rarely).
     A count per status rather than ``GROUP BY``, which sorts every row in a temporary b-tree
     (held in memory by serve's SQLite connections: 38 MB at 790,000 conversations)."""
     c = conversations.c
-    counts = conn.execute(select(*(func.count().filter(c.status == s) for s in STATUSES))).one()
-    return {status: int(n) for status, n in zip(STATUSES, counts, strict=True) if n}
+    columns = [func.count().filter(c.status == s) for s in STATUSES]
+    columns.append(func.count().filter(c.warning.is_not(None)))
+    counts = conn.execute(select(*columns)).one()
+    keys = (*STATUSES, WITH_WARNING)
+    return {key: int(n) for key, n in zip(keys, counts, strict=True) if n}
+
+
+#: The key of :func:`conversations_by_status`'s count of conversations carrying a warning.
+WITH_WARNING = "with_warning"
 
 
 def status_counts_reader(engine: Engine) -> Callable[[], dict[str, int]]:

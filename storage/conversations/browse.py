@@ -190,3 +190,36 @@ def expectation_counts(conn: Connection) -> dict[str, int]:
         .group_by(c.expectation_id)
     )
     return {str(i): int(n) for i, n in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Warned:
+    """A conversation whose rebuilt calls may be wrong, with why (``conversations.warning``)."""
+
+    conversation_id: str
+    expectation_id: str | None
+    scored_at: dt.datetime | None
+    warning: str
+
+
+def warned(
+    conn: Connection,
+    since: dt.datetime,
+    until: dt.datetime,
+    expectation_id: str | None = None,
+    limit: int = 10,
+) -> tuple[int, list[Warned]]:
+    """How many conversations of ``since``..``until`` (their first span's time, as the report's
+    days) carry a warning, and the latest ``limit`` of them."""
+    c = conversations.c
+    where = [c.warning.is_not(None), c.first_seen_at >= since, c.first_seen_at < until]
+    if expectation_id is not None:
+        where.append(c.expectation_id == expectation_id)
+    total = conn.execute(select(func.count()).where(*where)).scalar_one()
+    rows = conn.execute(
+        select(c.id, c.expectation_id, c.scored_at, c.warning)
+        .where(*where)
+        .order_by(c.scored_at.desc(), c.id)
+        .limit(limit)
+    ).all()
+    return int(total), [Warned(r[0], r[1], r[2], r[3]) for r in rows]

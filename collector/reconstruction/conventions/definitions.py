@@ -20,6 +20,7 @@ _DEFINITION_KEY_PREFIXES = (
     "ai.prompt.tools",
     "llm.tools",
     "llm.request.functions",
+    "tool.json_schema",
 )
 
 
@@ -44,6 +45,9 @@ def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
                 if isinstance(inner, Mapping):
                     candidates.append(inner.get("json_schema", inner))
         candidates += as_list(unflatten(attrs, "llm.request.functions"))
+        if "tool.json_schema" in attrs and attrs.get("tool.name"):  # an OpenInference TOOL span
+            schema = {"name": attrs["tool.name"], "parameters": attrs["tool.json_schema"]}
+            candidates.append(schema)
         for candidate in candidates:
             try:
                 found = _from_definition(maybe_json(candidate))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolscore.collector.export.attributes import LABEL_NOT_EVALUATED, explanation, pass_label
+from toolscore.storage.conversations.browse import Warned, warned
 from toolscore.storage.conversations.coverage import CoverageLine, coverage
 from toolscore.storage.database import Connection
 from toolscore.storage.history.reports import daily_scores, worst_scores
@@ -92,6 +93,9 @@ class Report:
     tools: tuple[ToolScore, ...] = ()
     #: Conversations active in the period by service and agent: matched, unmatched and why.
     coverage: tuple[CoverageLine, ...] = ()
+    #: Conversations scored in the period whose rebuilt calls may be wrong: how many, the latest.
+    warned_total: int = 0
+    warned: tuple[Warned, ...] = ()
 
 
 def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
@@ -139,6 +143,14 @@ def load_report(
     start = dt.datetime.combine(since, dt.time(), dt.UTC)
     end = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), dt.UTC)
     covered = () if expectation_id else tuple(coverage(conn, since=start, until=end))
+    total, latest = warned(conn, start, end, expectation_id, limit=worst_limit)
     return Report(
-        since=since, until=until, series=series, worst=worst, tools=tools, coverage=covered
+        since=since,
+        until=until,
+        series=series,
+        worst=worst,
+        tools=tools,
+        coverage=covered,
+        warned_total=total,
+        warned=tuple(latest),
     )

@@ -231,6 +231,14 @@ def render_html(report: Report, *, title: str = "toolscore report") -> str:
                 f'<td class="day">{escape(w.day)}</td><td>{escape(w.explanation)}</td></tr>'
             )
         out.append("</tbody></table>")
+    if report.warned_total:
+        out.append(f"<h2>Conversations with warnings ({report.warned_total})</h2>")
+        out.append("<p>Scores given, marked: their rebuilt calls may be wrong.</p><ul>")
+        out += [
+            f"<li><code>{escape(v.conversation_id)}</code> {escape(v.warning)}</li>"
+            for v in report.warned
+        ]
+        out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out)
 

@@ -76,7 +76,7 @@ def render_text(report: Report, width: int = 100) -> str:
     if not report.series:
         lines.append("No scored conversations in this period.")
         lines += coverage_lines(report)
-        return safe_lines(lines) + "\n"
+        return safe_lines(lines + _warned(report, width)) + "\n"
     header = ("expectation", "metric", "evals", "scored", "mean", "pass", "trend", "daily mean")
     rows = [
         (
@@ -112,7 +112,7 @@ def render_text(report: Report, width: int = 100) -> str:
             lines.append(_cut(terminal_safe(head), width))
             lines.append(_cut(terminal_safe(f"          {w.explanation}"), width))
     lines += [_cut(line, width) for line in coverage_lines(report)]
-    return safe_lines(lines) + "\n"
+    return safe_lines(lines + _warned(report, width)) + "\n"
 
 
 def coverage_lines(report: Report) -> list[str]:
@@ -140,4 +140,13 @@ def coverage_lines(report: Report) -> list[str]:
             for i, (c, w) in enumerate(zip(r, widths, strict=True))
         ]
         lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def _warned(report: Report, width: int) -> list[str]:
+    if not report.warned_total:
+        return []
+    lines = ["", f"Conversations with warnings ({report.warned_total}; scores given, marked):"]
+    for v in report.warned:
+        lines.append(_cut(terminal_safe(f"  {v.conversation_id}  {v.warning}"), width))
     return lines

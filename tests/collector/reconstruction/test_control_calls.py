@@ -64,6 +64,7 @@ def test_the_policy_reads_clauses_in_order_and_describes_itself() -> None:
     assert [k for k in CONTROL_KINDS if policy.includes(k)] == [
         "smolagents.final_answer",
         "pydantic_ai.final_result",
+        "turn_end",
     ]
     assert policy.includes(None)  # not a control call
     assert ControlCalls.parse(["include=handoff", "exclude"]) == ControlCalls()  # later wins
@@ -155,3 +156,44 @@ def test_crewai_delegation_and_its_result_are_left_out_by_default() -> None:
     assert [m["type"] for m in default.messages] == ["human", "ai", "tool", "ai"]
     included = reconstruct(spans, control_calls=ControlCalls.parse(["include=crewai.delegation"]))
     assert [c.name for c in included.tool_calls] == ["search", "Delegate work to coworker"]
+
+
+def _turn(*steps: list[tuple[str, dict[str, object]]]) -> list:  # type: ignore[type-arg]
+    """One turn of OTel GenAI chat spans: each step a model call asking for ``calls``."""
+    import json
+
+    from tests.collector.reconstruction.test_reconstruct import span
+
+    history: list[dict[str, object]] = [
+        {"role": "user", "parts": [{"type": "text", "content": "go"}]}
+    ]
+    spans = []
+    for n, calls in enumerate(steps):
+        parts = [{"type": "tool_call", "id": f"c{n}{i}", "name": name, "arguments": args}
+                 for i, (name, args) in enumerate(calls)]  # fmt: skip
+        out = [{"role": "assistant", "parts": parts}]
+        spans.append(span("chat", {"gen_ai.operation.name": "chat",
+                     "gen_ai.input.messages": json.dumps(history),
+                     "gen_ai.output.messages": json.dumps(out)}, start=10 * (n + 1)))  # fmt: skip
+        results = [{"type": "tool_call_response", "id": p["id"], "response": "ok"} for p in parts]
+        history = [*history, *out, {"role": "tool", "parts": results}]
+    return spans
+
+
+def test_a_tool_that_ends_the_turn_is_a_control_call_in_any_framework() -> None:
+    from toolscore.collector.reconstruction.rebuild import reconstruct
+
+    for name in ("final_answer", "finish", "final_result", "final_result_Trip"):
+        spans = _turn([("get_weather", {"city": "Paris"})], [(name, {"response": "18C."})])
+        result = reconstruct(spans)
+        assert [c.name for c in result.tool_calls] == ["get_weather"], name
+        assert result.messages[-1] == {"type": "ai", "content": "18C."}, name
+        kept = reconstruct(spans, control_calls=ControlCalls.parse(["include=turn_end"]))
+        assert [c.name for c in kept.tool_calls] == ["get_weather", name]
+
+
+def test_a_finish_tool_the_turn_goes_on_after_is_the_users_tool() -> None:
+    from toolscore.collector.reconstruction.rebuild import reconstruct
+
+    spans = _turn([("finish", {"task": "laundry"})], [("get_weather", {"city": "Paris"})])
+    assert [c.name for c in reconstruct(spans).tool_calls] == ["finish", "get_weather"]

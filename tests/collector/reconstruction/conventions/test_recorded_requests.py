@@ -17,11 +17,6 @@ from toolscore.collector.reconstruction.rebuild import reconstruct
 
 # recording → why its calls are not yet rebuilt exactly; strict, so each flips when they are
 NOT_YET: dict[str, str] = {
-    "beeai-openinference": (
-        "BeeAI through OpenInference: tool arguments wrapped as {'input': {...}, 'options': "
-        "null}, parallel calls merged into one output entry, the final_answer control call "
-        "counted; and no warning says so"
-    ),
 }
 
 

@@ -1,0 +1,206 @@
+"""Unwrap only with evidence (docs/conventions.md, "Evidence").
+
+Tool spans record a call as the tool's code saw it: the arguments inside the call signature
+(``{"kwargs": {...}}``, ``{"args": [], "kwargs": {...}}``, ``{"input": {...}, "options": null}``)
+and sometimes the tool's name only in the span name (``get_weather.__call__``, ``.run``,
+``.task``). A wrapper is removed, and a name taken from a span name, only when the result is
+confirmed: the unwrapped keys are the tool's declared parameters (the tool definitions sent to
+the model, or the tool span's own schema) or the keys the model asked for; the stem is a tool
+the model was offered or called. Without that evidence the span is kept as recorded and the
+conversation carries a caution. A model output whose one call holds several JSON objects
+(parallel calls merged into one entry by an instrumentation) is split using the tool spans'
+arguments and names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolscore.collector.reconstruction.conventions import (
+    Exchange,
+    Message,
+    ToolCallRef,
+    ToolExecution,
+)
+from toolscore.collector.reconstruction.conventions.base import maybe_json
+from toolscore.collector.reconstruction.transcript import Canon
+
+# wrapper keys -> the key holding the arguments (the others carry the call's plumbing)
+_WRAPPERS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"kwargs"}), "kwargs"),
+    (frozenset({"args", "kwargs"}), "kwargs"),
+    (frozenset({"input", "options"}), "input"),
+    (frozenset({"input", "config"}), "input"),
+    (frozenset({"input"}), "input"),
+)
+_METHOD_SUFFIX = re.compile(
+    r"^(?P<stem>.+?)\.(?:__call__|_?a?run|task|tool|invoke|ainvoke|call|execute|forward)$"
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the telemetry says of the tools: declared parameters, names offered or called, and
+    the keys of each call the model asked for."""
+
+    parameters: Mapping[str, tuple[str, ...]]
+    asked: Mapping[str, list[frozenset[str]]]
+
+    def known(self, name: str) -> bool:
+        return name in self.parameters or name in self.asked
+
+    def confirms(self, name: str, keys: frozenset[str]) -> bool:
+        declared = self.parameters.get(name)
+        if declared is not None and keys and keys <= set(declared):
+            return True
+        return keys in self.asked.get(name, [])
+
+
+def evidence(
+    exchanges: Sequence[Exchange], parameters: Mapping[str, tuple[str, ...]], canon: Canon
+) -> Evidence:
+    asked: dict[str, list[frozenset[str]]] = {}
+    for exchange in exchanges:
+        for message in exchange.outputs:
+            for call in message.tool_calls:
+                decoded = canon.decode(call.arguments).arguments
+                keys = frozenset(decoded) if isinstance(decoded, dict) else frozenset()
+                asked.setdefault(call.name, []).append(keys)
+    return Evidence(parameters, asked)
+
+
+def _unwrapped(value: Any) -> tuple[dict[str, Any], str] | None:
+    """The arguments inside a wrapper, and the wrapper's description; None if not one."""
+    value = maybe_json(value)
+    if not isinstance(value, dict):
+        return None
+    keys = frozenset(value)
+    for shape, inner_key in _WRAPPERS:
+        inner = maybe_json(value.get(inner_key))
+        if keys == shape and isinstance(inner, dict):
+            args = value.get("args")
+            if "args" in keys and args not in (None, [], ()):
+                return None  # positional values: decoded by name elsewhere
+            return inner, "{" + ", ".join(sorted(keys)) + "}"
+    return None
+
+
+def _name_of(execution: ToolExecution, ev: Evidence, cautions: list[str]) -> str:
+    match = _METHOD_SUFFIX.match(execution.name)
+    if match is None or ev.known(execution.name):
+        return execution.name
+    stem = match.group("stem").rsplit(".", 1)[-1]
+    if ev.known(stem):
+        return stem
+    cautions.append(
+        f"tool span {execution.span_id} {execution.name!r}: its name may be {stem!r} "
+        "(a method of it), but no tool definition or model call confirms it: kept as recorded"
+    )
+    return execution.name
+
+
+def confirm(
+    executions: Sequence[ToolExecution], ev: Evidence, cautions: list[str]
+) -> list[ToolExecution]:
+    """The executions with names taken from span names and wrappers removed where the evidence
+    confirms them; what looks so but is not confirmed stays, with a caution."""
+    out: list[ToolExecution] = []
+    for execution in executions:
+        name = _name_of(execution, ev, cautions)
+        arguments = execution.arguments
+        found = _unwrapped(arguments)
+        if found is not None:
+            inner, shape = found
+            outer = frozenset(maybe_json(arguments))
+            if ev.confirms(name, frozenset(inner)) and not ev.confirms(name, outer):
+                arguments = inner
+            elif not ev.confirms(name, outer):
+                cautions.append(
+                    f"tool span {execution.span_id} {name!r}: arguments look wrapped ({shape}) "
+                    "but no tool definition or model call confirms the tool's parameters: "
+                    "kept as recorded"
+                )
+        if name != execution.name or arguments is not execution.arguments:
+            execution = dataclasses.replace(execution, name=name, arguments=arguments)
+        out.append(execution)
+    return out
+
+
+def _json_values(text: str) -> list[Any]:
+    """``text`` as consecutive JSON values (``{...}{...}``); [] unless there are several."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    index = 0
+    text = text.strip()
+    while index < len(text):
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            return []
+        values.append(value)
+        index = end
+        while index < len(text) and text[index].isspace():
+            index += 1
+    return values if len(values) > 1 else []
+
+
+def split_merged(
+    exchanges: Sequence[Exchange],
+    executions: Sequence[ToolExecution],
+    canon: Canon,
+    cautions: list[str],
+) -> list[Exchange]:
+    """Split a model-output call holding several JSON objects (parallel calls an instrumentation
+    merged into one entry) into one call each; the names of the ones after the first come from
+    the tool spans that ran with those arguments (calls of one message, the ids unknown: a
+    later history that gives them ids is the same calls)."""
+    out: list[Exchange] = []
+    for exchange in exchanges:
+        outputs = tuple(
+            _split_message(m, exchange, executions, canon, cautions) for m in exchange.outputs
+        )
+        changed = any(a is not b for a, b in zip(outputs, exchange.outputs, strict=True))
+        out.append(dataclasses.replace(exchange, outputs=outputs) if changed else exchange)
+    return out
+
+
+def _split_message(
+    message: Message,
+    exchange: Exchange,
+    executions: Sequence[ToolExecution],
+    canon: Canon,
+    cautions: list[str],
+) -> Message:
+    calls: list[ToolCallRef] = []
+    for call in message.tool_calls:
+        parts = _json_values(call.arguments) if isinstance(call.arguments, str) else []
+        if not parts or not all(isinstance(p, dict) for p in parts):
+            calls.append(call)
+            continue
+        named = [_name_for(p, exchange.trace_id, executions, canon) for p in parts[1:]]
+        calls.append(ToolCallRef(call.name, parts[0], call.call_id))
+        calls += [ToolCallRef(n, p, None) for n, p in zip(named, parts[1:], strict=True) if n]
+        cautions.append(
+            f"call {call.name!r}: {len(parts)} calls merged into one entry by the "
+            f"instrumentation; split by the tool spans' arguments ({sum(1 for n in named if n)} "
+            f"of {len(parts) - 1} named by a tool span)"
+        )
+    if len(calls) == len(message.tool_calls) and all(
+        a is b for a, b in zip(calls, message.tool_calls, strict=True)
+    ):
+        return message
+    return dataclasses.replace(message, tool_calls=tuple(calls))
+
+
+def _name_for(
+    part: dict[str, Any], trace_id: str, executions: Sequence[ToolExecution], canon: Canon
+) -> str | None:
+    text = canon(part)
+    for execution in executions:
+        if execution.trace_id == trace_id and canon(execution.arguments) == text:
+            return execution.name
+    return None
