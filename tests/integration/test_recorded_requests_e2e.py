@@ -77,6 +77,7 @@ RECORDINGS = {
     "semantic-kernel-agent",
     "semantic-kernel-agent-streaming",
     "vercel-ai7",
+    "vercel-ai7-streaming",
 }
 
 
