@@ -34,6 +34,7 @@ so that dead peers are dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -261,21 +262,24 @@ class GrpcReceiver:
         self, read: asyncio.Future[object], reservation: Reservation, deadline: float
     ) -> None:
         """Wait for ``read`` without a turn, until the read timeout or until it is ended to make
-        room (both: MessageTooSlow)."""
+        room; or, when there is no room to park it, end it now (all: MessageTooSlow, which
+        clients retry)."""
         try:
             if self._parked.park(read, reservation.held):
                 await asyncio.wait({read}, timeout=max(0.0, deadline - read.get_loop().time()))
         finally:
             self._parked.unpark(read)
-            if not read.done():
-                read.cancel()
-        if read.cancelled():
-            self._metrics.slow_requests.labels("grpc").inc()
-            raise MessageTooSlow(
-                f"request message did not arrive within {self._read_timeout_s:g} s, or in "
-                "time to make room for other calls",
-                self._retry_after_s,
-            )
+        if read.done() and not read.cancelled():
+            return
+        read.cancel()
+        with contextlib.suppress(BaseException):
+            await read  # the read op is given up before the call is answered
+        self._metrics.slow_requests.labels("grpc").inc()
+        raise MessageTooSlow(
+            f"request message did not arrive within {self._probe_s:g} s of its turn, and other "
+            f"calls wait (at most {self._read_timeout_s:g} s once parked): retry later",
+            self._retry_after_s,
+        )
 
     def _refuse_if_closing(self) -> None:
         if self._closing:

@@ -63,7 +63,7 @@ class ReceiverLimits:
     # (read_gate.py), parked reads holding at most this share of the memory budget.
     grpc_probe_s: float = 0.1
     grpc_parked_share: float = 0.5
-    grpc_parked_min_s: float = 1.0  # a parked read is not ended to make room before this
+    grpc_parked_min_s: float = 2.0  # a parked read is not ended to make room before this
     grpc_streams_per_connection: int = 128  # HTTP/2 MAX_CONCURRENT_STREAMS
 
 
