@@ -35,6 +35,9 @@ from toolscore.storage.conversations.leases import renew_leases, span_counts
 from toolscore.storage.database import Database
 from toolscore.storage.plumbing.engine import take_write_lock
 
+#: Rows of a big conversation's spans read from the database (and decoded) at a time.
+BIG_BATCH_ROWS = 5_000
+
 log = logging.getLogger(__name__)
 
 DEFAULT_LIMITS = SizeLimits()
@@ -174,8 +177,9 @@ class RoundRunner:
         return dataclasses.replace(_joined(parts), claimed=len(claimed), big=tuple(big))
 
     def score_big(self, claimed: Claimed) -> RoundResult:
-        """Score one conversation left aside by :meth:`run_once` (its caller renews the lease)."""
-        return self._score([claimed], {})
+        """Score one conversation left aside by :meth:`run_once` (its caller renews the lease);
+        its spans are streamed from the database, a batch of rows at a time."""
+        return self._score([claimed], {}, batch_rows=BIG_BATCH_ROWS)
 
     def _too_big(self, spans: int) -> str:
         return (
@@ -184,9 +188,12 @@ class RoundRunner:
             "TOOLSCORE_MAX_CONVERSATION_SPANS); its spans are stored, none were loaded"
         )
 
-    def _score(self, claimed: Sequence[Claimed], refuse: dict[str, str]) -> RoundResult:
+    def _score(
+        self, claimed: Sequence[Claimed], refuse: dict[str, str], batch_rows: int | None = None
+    ) -> RoundResult:
         if not claimed:
             return RoundResult(0, None)
+        # reads in short transactions, reconstruction outside any, the write in its own
         with self.engine.connect() as conn:
             computed = compute(
                 conn,
@@ -194,6 +201,8 @@ class RoundRunner:
                 self.config,
                 control_calls=self.control_calls,
                 refuse=refuse,
+                short_reads=True,
+                batch_rows=batch_rows,
             )
             conn.rollback()
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
@@ -210,6 +219,12 @@ class RoundRunner:
             ids=tuple(o.conversation_id for o in outcomes),
             reasons=tuple(o.unmatched_reason or o.error for o in outcomes),
         )
+
+    def release(self, conversation_ids: Sequence[str]) -> None:
+        """Give up this worker's claims on ``conversation_ids`` (their leases end now)."""
+        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
+        with self.engine.begin() as conn:
+            renew_leases(conn, conversation_ids, worker_id=self.worker_id, until=now)
 
     def renew(self, conversation_ids: Sequence[str]) -> list[str]:
         """Renew this worker's leases on ``conversation_ids``; the ids still held."""

@@ -272,27 +272,41 @@ def compute(
     *,
     control_calls: ControlCalls = DEFAULT_CONTROL,
     refuse: Mapping[str, str] | None = None,
+    short_reads: bool = False,
+    batch_rows: int | None = None,
 ) -> list[_Computed]:
     """Reconstruct, match and score conversations ``ids`` (reads only); ``control_calls`` says
     which framework control calls count
     (:func:`toolscore.collector.reconstruction.rebuild.reconstruct`).
     Conversations in ``refuse`` (id -> reason) are not loaded: they get status ``error`` with
-    that reason."""
+    that reason. ``short_reads`` (``conn`` is the caller's own, in no transaction of theirs):
+    the read transaction ends once the telemetry is loaded and after each conversation's
+    lookups, so reconstruction (minutes for a huge conversation) never runs inside one, where
+    PostgreSQL's idle-in-transaction timeout would end it. ``batch_rows``: spans are streamed
+    that many rows at a time (storage.telemetry.spans.load_spans)."""
     refuse = refuse or {}
-    rows, spans, logs, pruned = load_telemetry(conn, ids, refuse)
+    rows, spans, logs, pruned = load_telemetry(conn, ids, refuse, batch_rows=batch_rows)
     matcher = Matcher(conn)
-    return [
-        _refused(r, refuse[r.id])
-        if r.id in refuse
-        else _compute_one(
-            matcher, r, spans[r.id], logs[r.id], config, control_calls, pruned.get(r.id)
+    out: list[_Computed] = []
+    for r in rows:
+        if short_reads:
+            conn.rollback()
+        if r.id in refuse:
+            out.append(_refused(r, refuse[r.id]))
+            continue
+        span_list, log_list = spans.pop(r.id, []), logs.pop(r.id, [])
+        out.append(
+            _compute_one(matcher, r, span_list, log_list, config, control_calls, pruned.get(r.id))
         )
-        for r in rows
-    ]
+    return out
 
 
 def load_telemetry(
-    conn: Connection, ids: Sequence[str], refuse: Mapping[str, str] | None = None
+    conn: Connection,
+    ids: Sequence[str],
+    refuse: Mapping[str, str] | None = None,
+    *,
+    batch_rows: int | None = None,
 ) -> tuple[
     list[ScoringHead],
     dict[str, list[SpanRecord]],
@@ -309,7 +323,7 @@ def load_telemetry(
     # Pruned conversations: only telemetry that arrived after the pruning is read.
     pruned = retention.carried(conn, [r.id for r in rows if r.id not in refuse])
     after = {t: pruned[cid].through_ns for t, cid in trace_conv.items() if cid in pruned}
-    for span in load_spans(conn, trace_ids, after):
+    for span in load_spans(conn, trace_ids, after, batch_rows=batch_rows):
         spans[trace_conv[span.trace_id]].append(span)
     for log in load_logs(conn, trace_ids, after):
         if log.trace_id in trace_conv:

@@ -144,8 +144,8 @@ class PipelineWorker:
         if self._task is not None:
             await self._task  # finishes the round in progress: no half-written revision
             self._task = None
-        if self._lane_jobs:  # likewise the big conversations in hand (leases still renewed)
-            await asyncio.gather(*self._lane_jobs, return_exceptions=True)
+        if self._lane_jobs:
+            await self._stop_big()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -157,6 +157,23 @@ class PipelineWorker:
         self._pool = self._lane = None
 
     # --- big conversations -------------------------------------------------------------------
+
+    async def _stop_big(self) -> None:
+        """A big conversation takes minutes to score, more than the shutdown grace: its scoring
+        process is ended (nothing of it was written: its rows are written in one transaction)
+        and its claim released, so the next start scores it at once. In a thread it cannot be
+        ended: waited for, within the server's shutdown budget."""
+        if self._process is not None and self._lane is not None:
+            held = list(self._held)
+            _end_processes(self._lane)
+            await asyncio.gather(*self._lane_jobs, return_exceptions=True)
+            with contextlib.suppress(Exception):  # the lease runs out anyway
+                await asyncio.to_thread(self._runner.release, held)
+            log.info(
+                "scoring of %d big conversation(s) stopped: left for the next start", len(held)
+            )
+            return
+        await asyncio.gather(*self._lane_jobs, return_exceptions=True)
 
     @property
     def held(self) -> tuple[str, ...]:
@@ -195,6 +212,8 @@ class PipelineWorker:
         if job.cancelled():
             return
         if (exc := job.exception()) is not None:
+            if self._stopping:  # ended by stop(): expected
+                return
             log.error("scoring big conversation %s failed: %r", conversation_id, exc)
             if isinstance(exc, BrokenExecutor) and self._lane is not None:
                 self._lane.shutdown(wait=False, cancel_futures=True)
@@ -313,3 +332,11 @@ class PipelineWorker:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+
+
+def _end_processes(pool: Executor) -> None:
+    """Kill the worker processes of ``pool`` (a ProcessPoolExecutor; Python < 3.14 has no
+    public way: its futures then fail with BrokenProcessPool)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        with contextlib.suppress(Exception):
+            process.kill()

@@ -53,9 +53,13 @@ def attributes_from_json(value: Any) -> dict[str, Any]:
     return value
 
 
-def decode_spans(rows: Iterable[Sequence[Any]]) -> list[SpanRecord]:
-    """One ``SpanRecord`` per row of :data:`SPAN_READ_COLUMNS` (JSON columns as text)."""
-    resources: dict[str, dict[str, Any]] = {}
+def decode_spans(
+    rows: Iterable[Sequence[Any]], resources: dict[str, Any] | None = None
+) -> list[SpanRecord]:
+    """One ``SpanRecord`` per row of :data:`SPAN_READ_COLUMNS` (JSON columns as text);
+    ``resources`` (resource JSON -> decoded) is shared between calls when given."""
+    if resources is None:
+        resources = {}
     out: list[SpanRecord] = []
     append = out.append
     for (

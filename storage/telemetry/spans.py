@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, cast
 
@@ -343,19 +343,33 @@ def _logs_of(dialect: Dialect) -> Any:
 
 
 def load_spans(
-    conn: Connection, trace_ids: Sequence[str], after_ns: Mapping[str, int] | None = None
+    conn: Connection,
+    trace_ids: Sequence[str],
+    after_ns: Mapping[str, int] | None = None,
+    *,
+    batch_rows: int | None = None,
 ) -> list[SpanRecord]:
     """Every stored span of ``trace_ids``, ordered by trace, start time, then span id.
 
     ``after_ns`` (trace id -> Unix ns): of those traces, only spans received after that time
-    (a pruned conversation's mark, storage/retention/spans.py)."""
+    (a pruned conversation's mark, storage/retention/spans.py). ``batch_rows``: rows are
+    streamed from the database that many at a time and decoded as they come (a huge
+    conversation: only one batch of raw rows in memory, and no long pause between statements
+    of the transaction); otherwise each chunk of traces is fetched whole (the scoring hot
+    path: one driver call per chunk)."""
     out: list[SpanRecord] = []
+    resources: dict[str, Any] = {}
     for chunk in chunks(dict.fromkeys(trace_ids)):
-        # fetchall: one driver call per chunk, not one per row (the scoring hot path)
-        rows = conn.execute(_spans_of(conn.dialect), {"ids": chunk}).fetchall()
-        if after_ns:
-            rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
-        out.extend(decode_spans(rows))
+        parts: Iterable[Sequence[Any]]
+        if batch_rows is None:
+            parts = [conn.execute(_spans_of(conn.dialect), {"ids": chunk}).fetchall()]
+        else:
+            streamed = conn.execution_options(yield_per=batch_rows)
+            parts = streamed.execute(_spans_of(conn.dialect), {"ids": chunk}).partitions()
+        for rows in parts:
+            if after_ns:
+                rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
+            out.extend(decode_spans(rows, resources))
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
 
