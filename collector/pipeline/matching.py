@@ -124,8 +124,9 @@ def identity(spans: Sequence[SpanRecord]) -> tuple[str | None, str | None]:
 class Matcher:
     """Matching for one scoring round; lookups by id and by user input memoised."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, short_reads: bool = False) -> None:
         self._conn = conn
+        self._short_reads = short_reads  # end the read transaction after each lookup
         self.index, self._rows = rule_index(conn)
         self._by_id: dict[str, ExpectationRow | None] = {}
         self._by_text: dict[str, list[ExpectationRow]] = {}
@@ -134,7 +135,11 @@ class Matcher:
         return facts_of(spans, first_user_message, self.index.keys)
 
     def match(self, reference_id: str | None, conversation_id: str, facts: Facts) -> Found | None:
-        row, by, warning = self._tiers(reference_id, conversation_id, facts)
+        try:
+            row, by, warning = self._tiers(reference_id, conversation_id, facts)
+        finally:
+            if self._short_reads:
+                self._conn.rollback()
         if row is None:
             return None
         if isinstance(row, tuple):  # a rule's hit: its row and the regex's groups

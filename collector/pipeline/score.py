@@ -286,11 +286,11 @@ def compute(
     that many rows at a time (storage.telemetry.spans.load_spans)."""
     refuse = refuse or {}
     rows, spans, logs, pruned = load_telemetry(conn, ids, refuse, batch_rows=batch_rows)
-    matcher = Matcher(conn)
+    matcher = Matcher(conn, short_reads)
+    if short_reads:
+        conn.rollback()
     out: list[_Computed] = []
     for r in rows:
-        if short_reads:
-            conn.rollback()
         if r.id in refuse:
             out.append(_refused(r, refuse[r.id]))
             continue
