@@ -63,6 +63,17 @@ BEEAI_USER = (
 )
 NOT_YET.update({("beeai-openinference", style): BEEAI for style in STYLES})
 NOT_YET[("beeai-openinference", "user_input")] = BEEAI_USER
+CREWAI = (
+    "CrewAI through OpenInference: the calls are right, but the transcript is not — the model "
+    "sees each question as 'Current Task: ...' inside its prompt, and turn 2's replayed "
+    "question comes back as a second user message"
+)
+CREWAI_USER = (
+    CREWAI + "; and the first user message is that prompt, not the agent's input (the "
+    "kickoff span's input.value)"
+)
+NOT_YET.update({("crewai-openinference", style): CREWAI for style in STYLES})
+NOT_YET[("crewai-openinference", "user_input")] = CREWAI_USER
 NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
 RECORDINGS = {
@@ -70,6 +81,7 @@ RECORDINGS = {
     "agno-openllmetry",
     "autogen-openllmetry",
     "beeai-openinference",
+    "crewai-openinference",
     "langsmith-langgraph",
     "litellm-otel",
     "llamaindex-openinference",

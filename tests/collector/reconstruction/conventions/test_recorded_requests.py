@@ -16,8 +16,7 @@ from tests.collector.otlp_requests import load_requests, records, request_record
 from toolscore.collector.reconstruction.rebuild import reconstruct
 
 # recording → why its calls are not yet rebuilt exactly; strict, so each flips when they are
-NOT_YET: dict[str, str] = {
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
