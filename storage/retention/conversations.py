@@ -5,12 +5,13 @@ What is deleted: a conversation whose last span or log record was *received* bef
 it is done exactly as span retention means it (status ``scored``, ``unmatched`` or ``error``, not
 waiting to be scored again, not claimed), and none of its evaluations waits in the write-back
 outbox. With it go its rows in every table that names it: ``evaluations`` (every revision),
-their ``evaluation_exports`` rows, ``tool_calls``, ``rescore_run_items``, its ``traces`` rows
-(a row spans are still stored under keeps its number and loses its conversation) and the
-``conversations`` row; its spans and log records were deleted before, by span retention's
-own steps (:mod:`toolscore.storage.retention.spans`: mark, batched deletes, finish), so only a
-conversation whose telemetry is all gone (``pruned_at`` set, mark at its last arrival) is
-deleted, and one a span reached meanwhile is left to be scored again.
+their ``evaluation_exports`` and ``annotation_deliveries`` rows, ``tool_calls``,
+``rescore_run_items``, its ``traces`` rows (a row spans are still stored under keeps its number
+and loses its conversation) and the ``conversations`` row; its spans and log records were
+deleted before, by span retention's own steps (:mod:`toolscore.storage.retention.spans`: mark,
+batched deletes, finish), so only a conversation whose telemetry is all gone (``pruned_at`` set,
+mark at its last arrival) is deleted, and one a span reached meanwhile is left to be scored
+again.
 
 :func:`delete_conversations` is one short transaction per group: it re-checks every condition
 under the locks ingest takes (SQLite: the write lock; PostgreSQL: the ``traces`` then the
@@ -40,6 +41,7 @@ from toolscore.storage.conversations.tables import (
     evaluations,
     tool_calls,
 )
+from toolscore.storage.history.deliveries import annotation_deliveries
 from toolscore.storage.history.outbox import evaluation_exports
 from toolscore.storage.history.rescore_runs import rescore_run_items
 from toolscore.storage.plumbing.chunks import chunks
@@ -160,13 +162,14 @@ def delete_conversations(conn: Connection, ids: Sequence[str], cutoff_ns: int) -
     roll_up(conn, chosen)
     roll_up_tools(conn, chosen)
     e, t = evaluations.c, tool_calls.c
-    conn.execute(
-        evaluation_exports.delete().where(
-            evaluation_exports.c.evaluation_id.in_(
-                select(e.id).where(e.conversation_id.in_(chosen)).scalar_subquery()
+    for outbox in (evaluation_exports, annotation_deliveries):
+        conn.execute(
+            outbox.delete().where(
+                outbox.c.evaluation_id.in_(
+                    select(e.id).where(e.conversation_id.in_(chosen)).scalar_subquery()
+                )
             )
         )
-    )
     n_evals = conn.execute(evaluations.delete().where(e.conversation_id.in_(chosen))).rowcount
     n_calls = conn.execute(tool_calls.delete().where(t.conversation_id.in_(chosen))).rowcount
     conn.execute(rescore_run_items.delete().where(rescore_run_items.c.conversation_id.in_(chosen)))

@@ -37,6 +37,8 @@ from toolscore.storage.conversations.tables import (
     evaluations,
     tool_calls,
 )
+from toolscore.storage.history.deliveries import annotation_deliveries
+from toolscore.storage.history.deliveries import enqueue_new as enqueue_annotations
 from toolscore.storage.history.outbox import enqueue_new, evaluation_exports
 from toolscore.storage.retention.conversation_pruning import prune_history
 from toolscore.storage.retention.rollup import daily_score_rollup
@@ -105,6 +107,7 @@ def test_history_retention_deletes_exactly_the_old_finished_conversations(
     _fill(engine)
     with engine.begin() as conn:  # write-back on: old-b's scores wait in the outbox
         enqueue_new(conn, dt.datetime.now(dt.UTC))
+        enqueue_annotations(conn, "phoenix=http://px:6006", dt.datetime.now(dt.UTC))
         x, e = evaluation_exports.c, evaluations.c
         old_b = select(e.id).where(e.conversation_id == "old-b").scalar_subquery()
         conn.execute(
@@ -141,6 +144,9 @@ def test_history_retention_deletes_exactly_the_old_finished_conversations(
     assert prune_history(engine, CUTOFF).conversations == 1
     assert _ids(engine, conversations, "id") == kept - {"old-b"}
     assert _ids(engine, evaluation_exports, "evaluation_id") <= _ids(engine, evaluations, "id")
+    # the annotation outbox's rows go with their evaluations (none left behind, pending for ever)
+    left = _ids(engine, annotation_deliveries, "evaluation_id")
+    assert left and left == _ids(engine, evaluations, "id")
     assert _daily(engine) == daily and _scores(report(engine, capsys)) == reported
     assert prune_history(engine, CUTOFF).conversations == 0
 
