@@ -37,12 +37,14 @@ settings.register_profile("full", deadline=None)
 settings.register_profile("quick", max_examples=QUICK_EXAMPLES, deadline=None)
 
 
+def _quick_tier(config: pytest.Config) -> bool:
+    return " ".join(str(config.option.markexpr or "").split()) == "not slow"
+
+
 def _quick(config: pytest.Config) -> bool:
     """The quick tier's profile: asked for by name, else when ``-m "not slow"`` is the run."""
     named = os.environ.get(PROFILE_ENV, "").strip()
-    if named:
-        return named == "quick"
-    return " ".join(str(config.option.markexpr or "").split()) == "not slow"
+    return named == "quick" if named else _quick_tier(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -59,7 +61,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A quick run does not import the files whose every test is slow (frameworks cost seconds)."""
-    if settings.get_current_profile_name() != "quick" or collection_path.suffix != ".py":
+    if not _quick_tier(config) or collection_path.suffix != ".py":
+        return None
+    if not collection_path.is_relative_to(config.rootpath):
         return None
     relative = collection_path.relative_to(config.rootpath).as_posix()
     return True if skip_file(relative) else None
