@@ -205,15 +205,24 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--postgres", help="a PostgreSQL server URL (a database is created)")
+    parser.add_argument(
+        "--sqlite-file",
+        type=Path,
+        help="keep the SQLite database here; reused (migrated, not filled again) when it exists",
+    )
     args = parser.parse_args()
     targets: list[tuple[str, str]] = []
     tmp = tempfile.TemporaryDirectory()
-    targets.append(("SQLite", f"sqlite:///{Path(tmp.name) / 'ui.db'}"))
+    targets.append(("SQLite", f"sqlite:///{args.sqlite_file or Path(tmp.name) / 'ui.db'}"))
     if args.postgres:
         targets.append(("PostgreSQL", _fresh_postgres(args.postgres)))
     for label, url in targets:
-        seconds = fill(url, args.conversations)
-        print(f"{label}: {args.conversations:,} conversations written in {seconds:.0f} s", flush=True)
+        if label == "SQLite" and args.sqlite_file and args.sqlite_file.exists():
+            migrate.upgrade(url)
+            print(f"{label}: reusing {args.sqlite_file}", flush=True)
+        else:
+            seconds = fill(url, args.conversations)
+            print(f"{label}: {args.conversations:,} conversations written in {seconds:.0f} s")
         with ui(url) as base:
             results = measure(base, args.requests)
         print(f"| page ({label}) | first (ms) | median (ms) | p95 (ms) | max (ms) |")

@@ -286,26 +286,23 @@ def expectation_list(engine: Engine, figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def expectation(engine: Engine, eid: str) -> dict[str, Any] | None:
+def expectation(engine: Engine, eid: str, figures: dict[str, Any]) -> dict[str, Any] | None:
+    """One expectation: its versions, and its series from the overview's (cached) figures."""
     from toolscore.collector.views.report.html import chart_svg
     from toolscore.storage.expectations.lookup import list_versions
-    from toolscore.storage.history.overview import daily_summary
 
-    now = _now()
-    today = now.date()
-    since = today - dt.timedelta(days=REPORT_DAYS - 1)
-    start = dt.datetime.combine(since, dt.time(), dt.UTC)
     with engine.connect() as conn:
         versions = list_versions(conn, eid)
-        if not versions:
-            return None
-        days = daily_summary(conn, start, now + dt.timedelta(seconds=1), eid)
-    series = _series(days)
+    if not versions:
+        return None
+    series = [s for s in figures["series"] if s.expectation_id == eid]
+    since, until = figures["since"], figures["until"]
     return {
         "title": f"Expectation {eid}",
         "eid": eid,
         "versions": versions,
-        "charts": [(s, Markup(chart_svg(s, since, today))) for s in series],
+        "charts": [(s, Markup(chart_svg(s, since, until))) for s in series],
         "evaluated": series[0].evaluations if series else 0,
         "days": REPORT_DAYS,
+        "computed_at": figures["computed_at"],
     }

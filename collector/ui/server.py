@@ -200,7 +200,7 @@ class Ui:
         eid = request.query.get("id")
         if not eid:
             raise web.HTTPBadRequest(text="which expectation? (?id=...)")
-        data = await self._read(pages.expectation, eid)
+        data = await self._read(pages.expectation, eid, await self._aggregates())
         if data is None:
             raise web.HTTPNotFound(text="no such expectation")
         return self._page("expectation.html", **data)

@@ -89,6 +89,14 @@ class Conversation(Base):
             postgresql_where=text("needs_scoring"),
         ),
         Index(None, "last_span_at"),
+        # browsing (the web UI, migration 0019): by expectation, and those with a warning
+        Index("ix_conversations_expectation_last_span_at", "expectation_id", "last_span_at"),
+        Index(
+            "ix_conversations_warning_last_span_at",
+            "last_span_at",
+            sqlite_where=text("warning IS NOT NULL"),
+            postgresql_where=text("warning IS NOT NULL"),
+        ),
         # Retention's "what is left to prune" (the predicate is storage.retention.spans.PRUNABLE).
         Index(
             "ix_conversations_prunable",
