@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from toolscore.scorer.duplicates import DUPLICATE_POLICIES
 from toolscore.scorer.f1 import ToolCallF1
 from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
 from toolscore.scorer.nesting import NestingError, check_calls
+from toolscore.scorer.readings import best_reading, has_alternatives
 
 METRIC_TYPES = ("tool_call_accuracy", "tool_call_f1")
 #: Top-level sections of the file that belong to others (``toolscore serve``'s options).
@@ -83,10 +85,25 @@ class MetricInstance:
             return Score(None, {}, "reference_tool_calls is missing (null): nothing to compare to")
         try:
             _check_nesting(predicted, reference)
-            value, details = self.metric.evaluate(predicted, reference)
+            value, details = self.evaluate(predicted, reference)
         except NestingError as exc:  # the sample cannot be compared; the others still can
             return Score(None, {}, str(exc))
         return Score(value, details, None)
+
+    def evaluate(
+        self, predicted: Sequence[ToolCall], reference: Reference
+    ) -> tuple[float, dict[str, Any]]:
+        """The metric's score and explanation; with optional calls or ``any_of`` arguments,
+        those of the best reading of the reference (scorer/readings.py)."""
+        if has_alternatives(reference):
+            return best_reading(reference, partial(self.metric.evaluate, predicted))
+        return self.metric.evaluate(predicted, reference)
+
+    def metric_value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
+        """The score alone, as :meth:`evaluate` gives it."""
+        if has_alternatives(reference):
+            return best_reading(reference, partial(self.metric.evaluate, predicted))[0]
+        return self.metric.value(predicted, reference)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference | None) -> float | None:
         """The score alone (no explanation): the fast path for bulk scoring."""
@@ -94,7 +111,7 @@ class MetricInstance:
             return None
         try:
             _check_nesting(predicted, reference)
-            return self.metric.value(predicted, reference)
+            return self.metric_value(predicted, reference)
         except NestingError:
             return None
 

@@ -12,6 +12,14 @@ from typing import Any
 
 from toolscore.scorer.model import Message, Reference, ReferenceItem, Sample, SampleError, ToolCall
 from toolscore.scorer.nesting import DEPTH_PROBLEM, depth_exceeds, has_containers
+from toolscore.scorer.readings import (
+    ANY_OF,
+    MAX_READINGS,
+    OptionalCall,
+    count_readings,
+    has_alternatives,
+    is_any_of,
+)
 
 _MESSAGE_TYPES = ("human", "ai", "tool")
 
@@ -171,6 +179,20 @@ def _check_tool_message_order(messages: list[_Parts]) -> None:
         previous = message
 
 
+def _reference_call(obj: object) -> ToolCall:
+    """A reference call: a tool call, ``optional: true`` (scorer/readings.py) and arguments
+    that may be ``{"any_of": [...]}``."""
+    call = _tool_call(obj)
+    assert type(obj) is dict  # checked by _tool_call
+    optional = obj.get("optional", False)
+    if type(optional) is not bool:
+        raise _Bad(".optional", f"must be true or false, got {_describe(optional)}")
+    for key, value in call.args.items():
+        if type(value) is dict and ANY_OF in value and not is_any_of(value):
+            raise _Bad(f".args.{key}", "any_of must be the only key, with a non-empty array")
+    return OptionalCall(call.name, call.args) if optional else call
+
+
 def parse_reference(obj: object, path: str = "reference_tool_calls") -> Reference:
     """A ``reference_tool_calls`` value: calls, or groups of calls (arrays) for ``grouped``."""
     if type(obj) is not list:
@@ -181,12 +203,23 @@ def parse_reference(obj: object, path: str = "reference_tool_calls") -> Referenc
             if type(item) is list:
                 if not item:
                     raise _Bad("", "a group of calls must not be empty")
-                items.append(_tool_calls(item))
+                group: list[ToolCall] = []
+                try:
+                    group.extend(_reference_call(c) for c in item)
+                except _Bad as bad:
+                    raise bad.under(f"[{len(group)}]") from None
+                items.append(tuple(group))
             else:
-                items.append(_tool_call(item))
+                items.append(_reference_call(item))
     except _Bad as bad:
         raise bad.under(f"[{len(items)}]").error(path) from None
-    return tuple(items)
+    reference = tuple(items)
+    if has_alternatives(reference) and (n := count_readings(reference)) > MAX_READINGS:
+        raise _fail(
+            path,
+            f"{n} readings (optional calls x any_of alternatives): at most {MAX_READINGS}",
+        )
+    return reference
 
 
 def _check_optional_fields(obj: Mapping[str, Any]) -> None:

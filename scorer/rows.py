@@ -48,9 +48,9 @@ def score_row(
         else:
             try:
                 if details:
-                    row[name], explanations[name] = instance.metric.evaluate(predicted, reference)
+                    row[name], explanations[name] = instance.evaluate(predicted, reference)
                 else:
-                    row[name] = instance.metric.value(predicted, reference)
+                    row[name] = instance.metric_value(predicted, reference)
             except NestingError as exc:  # only hand-made or comparator-decoded values get here
                 row[name] = None
                 explanations[name] = {}

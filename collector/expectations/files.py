@@ -176,7 +176,7 @@ class _Checker(Reader):
             self.fail(record, p, f"expected a tool call {{name, args}}, got {_kind(value)}")
             return value
         for key in value:
-            if key not in ("name", "args"):
+            if key not in ("name", "args", "optional"):
                 hint = " (did you mean 'args'?)" if key in ("arguments", "arg", "params") else ""
                 self.fail(record, (*p, key), f"unknown key in a tool call{hint}")
         name = value.get("name")
@@ -188,6 +188,8 @@ class _Checker(Reader):
         if not isinstance(args, dict):
             self.fail(record, (*p, "args"), f"must be a mapping of arguments, got {_kind(args)}")
         # A missing "args" means a call without arguments, written out as Ragas expects.
+        if "optional" in value:  # kept only when given, so that other calls stay as written
+            return {"name": name, "args": args, "optional": value["optional"]}
         return {"name": name, "args": args}
 
     def scorer_check(self, record: Record, p: tuple[Segment, ...], calls: list[Any]) -> None:

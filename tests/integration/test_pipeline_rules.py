@@ -96,3 +96,37 @@ def test_rules_match_recorded_conversations_and_fill_templates(db_url: str, grpc
     assert scores[HAYSTACK_CONV]["tool_call_accuracy"] == 0.875  # one of 8 arguments differs
     assert template_values(db_url, MASTRA_CONV) == [{"{city}": "Paris", "{place}": "Tokyo"}] * 2
     assert template_values(db_url, HAYSTACK_CONV) == [None, None]
+
+
+def test_optional_calls_and_alternatives_through_serve(db_url: str) -> None:
+    spans, logs, expected = load_recording(RECORDED / HAYSTACK)
+    reference = copy.deepcopy(expected)
+    reference[2]["args"]["party_size"] = {"any_of": [2, 4]}
+    reference.insert(2, {"name": "check_availability", "args": {}, "optional": True})
+    import_refs(
+        db_url,
+        ExpectationData("haystack-optional", reference, match={"conversation_id": HAYSTACK_CONV}),
+    )
+    with pipeline_server(db_url) as srv:
+        replay(srv, spans, logs)
+        rows = wait_scored(db_url, [HAYSTACK_CONV])
+        scores = current_scores(db_url, HAYSTACK_CONV)
+    names = iter(c["name"] for c in expected)
+    turns = [[{**c, "name": next(names)} for c in step] for turn in fc.TURNS for step in turn]
+    assert rows[HAYSTACK_CONV]["status"] == "scored"
+    assert scores == ragas_scores(ragas_sample(fc.QUESTION_1, turns, reference))
+    assert scores == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            readings = [
+                d["reading"]
+                for (d,) in conn.execute(
+                    select(evaluations.c.details).where(
+                        evaluations.c.conversation_id == HAYSTACK_CONV
+                    )
+                )
+            ]
+    finally:
+        engine.dispose()
+    assert readings == [{"optional_skipped": [2], "any_of": {"3.party_size": 1}}] * 2

@@ -504,3 +504,17 @@ def test_forked_shares_write_what_one_process_writes(tmp_path, monkeypatch):
         assert _run_lines(lines, details, tmp_path, jobs=jobs) == expected
 
     check()
+
+
+def test_optional_calls_and_alternatives_take_the_best_reading(tmp_path):
+    alternatives = {"name": "search", "args": {"q": {"any_of": ["java", "python"]}}}
+    optional = {**FILTER, "optional": True}
+    lines = [
+        sample("any_of", [SEARCH], [alternatives]),
+        sample("skipped", [SEARCH], [SEARCH, optional]),
+        sample("made", [SEARCH, FILTER], [SEARCH, optional]),
+    ]
+    result = toolscore(str(write_jsonl(tmp_path / "s.jsonl", lines)))
+    assert result.returncode == 0, result.stderr
+    scores = {r["id"]: (r["tool_call_accuracy"], r["tool_call_f1"]) for r in outputs(result)}
+    assert scores == {"any_of": (1.0, 1.0), "skipped": (1.0, 1.0), "made": (1.0, 1.0)}

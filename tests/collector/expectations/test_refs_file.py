@@ -276,3 +276,25 @@ def test_rules_and_templates_are_checked_with_their_place() -> None:
         },
         "priority": 3,
     }
+
+
+def test_optional_calls_and_any_of_arguments_are_read_and_checked() -> None:
+    doc = """\
+- id: ok
+  reference_tool_calls:
+    - {name: search, args: {city: {any_of: [Lyon, lyon]}}}
+    - {name: lookup, args: {}, optional: true}
+- id: bad
+  reference_tool_calls:
+    - {name: lookup, args: {}, optional: "yes"}
+"""
+    with pytest.raises(RefsFileError) as excinfo:
+        parse_refs_text(doc, "yaml", source="r.yaml")
+    assert _problems(excinfo) == [
+        "r.yaml:6: [1].reference_tool_calls[0].optional: must be true or false, got a string"
+    ]
+    (item,) = parse_refs_text(doc.split("- id: bad")[0], "yaml", source="r.yaml")
+    assert item.reference_tool_calls == [
+        {"name": "search", "args": {"city": {"any_of": ["Lyon", "lyon"]}}},
+        {"name": "lookup", "args": {}, "optional": True},
+    ]
