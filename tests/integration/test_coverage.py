@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 import requests
 from sqlalchemy import text
@@ -38,7 +39,7 @@ def _gauges(metrics: str) -> dict[tuple[str, str, str], float]:
     return found
 
 
-def test_coverage_by_service_and_agent(db_url: str) -> None:
+def test_coverage_by_service_and_agent(db_url: str, tmp_path: Path) -> None:
     mastra = load_recording(RECORDED / "mastra-multi-turn.json")
     haystack = load_recording(RECORDED / "haystack-multi-turn.json")
     import_refs(
@@ -86,8 +87,14 @@ def test_coverage_by_service_and_agent(db_url: str) -> None:
     ]
     assert "none of the 1 rule expectations holds for it" in view[1][3]
 
-    report = toolscore("report", "--since", "2000-01-01", "--until", "2100-01-01", db=db_url)
+    html = tmp_path / "report.html"
+    period = ("--since", "2000-01-01", "--until", "2100-01-01")
+    report = toolscore("report", *period, "--html", str(html), db=db_url)
     assert report.returncode == 0, report.stderr
+    page = html.read_text()
+    table = page[page.index('<table id="coverage">') :]
+    assert "<td>mastra-app</td><td>travel-agent</td>" in table
+    assert '<td class="num">1</td><td class="num">1</td><td class="num">0</td>' in table
     coverage = report.stdout[report.stdout.index("Coverage (") :].splitlines()
     assert coverage[1].split()[:6] == ["service", "agent", "seen", "matched", "unmatched", "share"]
     # most seen first

@@ -182,8 +182,8 @@ def render_html(report: Report, *, title: str = "toolscore report") -> str:
         "Pass means score ≥ the metric's threshold.</p>",
     ]
     if not report.series:
-        out.append("<p>No scored conversations in this period.</p></body></html>")
-        return "\n".join(out)
+        out.append("<p>No scored conversations in this period.</p>")
+        return "\n".join([*out, *coverage_table(report), "</body></html>"])
     out.append(
         '<h2>Summary</h2><table id="summary"><thead><tr><th>Expectation</th>'
         '<th>Metric</th><th class="num">Evaluations</th><th class="num">Scored</th>'
@@ -239,8 +239,33 @@ def render_html(report: Report, *, title: str = "toolscore report") -> str:
             for v in report.warned
         ]
         out.append("</ul>")
+    out += coverage_table(report)
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def coverage_table(report: Report) -> list[str]:
+    """How much of the period's traffic found an expectation, per service and agent."""
+    if not report.coverage:
+        return []
+    heads = ["Seen", "Matched", "Unmatched", "Share matched"]
+    out = [
+        "<h2>Coverage</h2>",
+        '<p class="muted">Conversations active in the period, by service and agent.</p>',
+        '<table id="coverage"><thead><tr><th>Service</th><th>Agent</th>'
+        + "".join(f'<th class="num">{h}</th>' for h in heads)
+        + "<th>Unmatched: why</th></tr></thead><tbody>",
+    ]
+    for c in report.coverage:
+        share = f"{c.matched / c.seen:.0%}" if c.seen else "-"
+        why = "; ".join(f"{n}× {reason}" for reason, n in c.reasons)
+        out.append(
+            f"<tr><td>{escape(c.service)}</td><td>{escape(c.agent)}</td>"
+            + "".join(f'<td class="num">{n}</td>' for n in (c.seen, c.matched, c.unmatched))
+            + f'<td class="num">{share}</td><td>{escape(why)}</td></tr>'
+        )
+    out.append("</tbody></table>")
+    return out
 
 
 def _tools_table(tools: tuple[ToolScore, ...]) -> list[str]:
