@@ -62,7 +62,7 @@ def count_readings(reference: Reference) -> int:
     calls = _flat(reference)
     optional = sum(isinstance(c, OptionalCall) for c in calls)
     alternatives = [len(v[ANY_OF]) for c in calls for v in c.args.values() if is_any_of(v)]
-    return 2**optional * math.prod(alternatives)
+    return int(2**optional * math.prod(alternatives))
 
 
 def readings(reference: Reference) -> Iterator[Reading]:
