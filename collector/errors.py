@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscore.collector.otlp.decode import DecodeError
-
 if TYPE_CHECKING:
     import grpc
 
@@ -102,6 +100,9 @@ class ErrorStatus:
 def status_for(exc: BaseException) -> ErrorStatus:
     """How to answer ``exc`` over gRPC and over HTTP."""
     import grpc
+
+    # imported here: the commands import this module, and decoding pulls in protobuf
+    from toolscore.collector.otlp.decode import DecodeError
 
     message = client_text(str(exc) or type(exc).__name__)
     if isinstance(exc, RetryableError):

@@ -99,7 +99,7 @@ def test_json_log_lines_of_a_real_server(db_url: str, tmp_path: Path) -> None:
     assert start["scoring"] == "scoring in 1 process"
     assert start["retention"] == "span retention 7d (pass every 60 s)"  # the default
     assert (start["write-back"], start["tls"], start["auth"]) == ("write-back off", "off", "off")
-    assert start["message"].endswith("; write-back off; TLS off, auth off")
+    assert start["message"].endswith("; write-back off; web UI off; TLS off, auth off")
 
     outcomes = {
         r["conversation_id"]: r
