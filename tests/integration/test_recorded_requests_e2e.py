@@ -82,6 +82,7 @@ RECORDINGS = {
     "langsmith-langgraph",
     "litellm-otel",
     "llamaindex-openinference",
+    "openai-agents-mcp",
     "pydantic-ai-mcp",
     "semantic-kernel-agent",
     "semantic-kernel-agent-streaming",
