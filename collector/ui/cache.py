@@ -62,6 +62,16 @@ class Cached:
         self._values[key] = (done, max(self.ttl_s, self.cost_factor * cost), cost, value)
         return value
 
+    def start(self, key: str, compute: Callable[[], Awaitable[Any]]) -> None:
+        """Compute ``key`` in the background unless that is already under way."""
+        if key not in self._refreshing:
+            task = asyncio.get_running_loop().create_task(self._refresh(key, compute))
+            task.add_done_callback(_log_failure)
+
+    def ready(self, key: str) -> bool:
+        """Whether a value of ``key`` was computed (it may be stale)."""
+        return key in self._values
+
     def invalidate(self, key: str) -> None:
         """Mark ``key`` stale (safe from any thread: one set insertion)."""
         self._stale.add(key)

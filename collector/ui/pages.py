@@ -63,6 +63,25 @@ def aggregates(engine: Engine) -> dict[str, Any]:
         "since": since,
         "until": today,
         "computed_at": now,
+        "pending": False,
+    }
+
+
+def pending_figures() -> dict[str, Any]:
+    """What the pages show while the period figures are first being computed."""
+    from toolscore.storage.conversations.browse import Coverage
+
+    today = _now().date()
+    empty = Coverage({}, ())
+    return {
+        "series": [],
+        "coverage": {"last 24 hours": empty, "last 7 days": empty},
+        "tools": (),
+        "worst": [],
+        "since": today - dt.timedelta(days=REPORT_DAYS - 1),
+        "until": today,
+        "computed_at": None,
+        "pending": True,
     }
 
 
@@ -283,6 +302,7 @@ def expectation_list(engine: Engine, figures: dict[str, Any]) -> dict[str, Any]:
         "evaluated": evaluated,
         "trend": trend,
         "days": REPORT_DAYS,
+        "pending": figures["pending"],
     }
 
 
@@ -305,4 +325,5 @@ def expectation(engine: Engine, eid: str, figures: dict[str, Any]) -> dict[str, 
         "evaluated": series[0].evaluations if series else 0,
         "days": REPORT_DAYS,
         "computed_at": figures["computed_at"],
+        "pending": figures["pending"],
     }

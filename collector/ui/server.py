@@ -138,15 +138,18 @@ class Ui:
         return web.Response(text=render(template, **context), content_type="text/html")
 
     async def _aggregates(self) -> dict[str, Any]:
-        figures: dict[str, Any] = await self._figures.get(
-            "overview", lambda: self._read(pages.aggregates)
-        )
+        """The period figures; while the first computation runs (long on a large history),
+        pages get an empty set that says so instead of waiting for it."""
+        compute = lambda: self._read(pages.aggregates)  # noqa: E731
+        if not self._figures.ready("overview"):
+            self._figures.start("overview", compute)
+            return pages.pending_figures()
+        figures: dict[str, Any] = await self._figures.get("overview", compute)
         return figures
 
     def warm(self) -> None:
         """Start computing the overview's figures now, before anyone asks."""
-        task = asyncio.get_running_loop().create_task(self._aggregates())
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self._figures.start("overview", lambda: self._read(pages.aggregates))
 
     async def overview(self, request: web.Request) -> web.Response:
         data = await self._read(pages.overview, await self._aggregates(), self.config.live)

@@ -60,3 +60,23 @@ def test_a_cheap_stale_value_is_recomputed_before_answering_and_invalidate_marks
         assert await cache.get("k", compute) == 2  # cheap: waited for, fresh
 
     asyncio.run(scenario())
+
+
+def test_start_computes_in_the_background_once() -> None:
+    calls = 0
+
+    async def compute() -> int:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        return calls
+
+    async def scenario() -> None:
+        cache = Cached(ttl_s=60)
+        cache.start("k", compute)
+        cache.start("k", compute)  # already under way
+        assert not cache.ready("k")
+        await asyncio.sleep(0.1)
+        assert cache.ready("k") and await cache.get("k", compute) == 1 and calls == 1
+
+    asyncio.run(scenario())
