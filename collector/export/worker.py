@@ -13,13 +13,13 @@ processes, retries and backoff).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from toolscore.collector.components import Periodic
 from toolscore.collector.export.otlp import EvaluationEmitter
 from toolscore.collector.export.probe import SignalSupport
 from toolscore.collector.export.settings import ExportSettings
@@ -173,17 +173,20 @@ class ExportWorker:
         self._emitter = emitter
         self._settings = settings
         self.on_pass = on_pass
-        self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = False
-        self._task: asyncio.Task[None] | None = None
         self._support = SignalSupport(settings)
         self.exported_total = 0
         self.failed_total = 0
+        self._periodic = Periodic(
+            "toolscore-export",
+            self._step,
+            every_s=settings.poll_interval_s,
+            what="evaluation export pass",
+            log=log,
+            stop_grace_s=settings.timeout_s * 2 + 5,  # the pass in progress, bounded by timeouts
+        )
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.create_task(self._run(), name="toolscore-export")
+        await self._periodic.start()
 
     def notify(self) -> None:
         """New evaluations were committed: run a pass now rather than at the next tick.
@@ -191,44 +194,24 @@ class ExportWorker:
         Thread-safe (the pipeline calls it from its worker thread); a notification during a
         pass makes another pass follow it, so nothing committed meanwhile waits for the timer.
         """
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return  # not started (or gone): the first pass after start() sees everything
-        with contextlib.suppress(RuntimeError):  # the loop is closing
-            loop.call_soon_threadsafe(self._wake.set)
+        self._periodic.wake()
 
     async def stop(self) -> None:
         """Finish the pass in progress (bounded by the exporter timeout), then shut down."""
-        self._stopping = True
-        self._wake.set()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, timeout=self._settings.timeout_s * 2 + 5)
-            except TimeoutError:
-                log.warning("export worker did not finish in time; pending rows stay queued")
-                self._task.cancel()
+        if not await self._periodic.stop():
+            log.warning("export worker did not finish in time; pending rows stay queued")
         await asyncio.to_thread(self._emitter.shutdown)
 
-    async def _run(self) -> None:
-        while not self._stopping:
-            self._wake.clear()
-            try:
-                result = await asyncio.to_thread(
-                    export_pass,
-                    self._engine,
-                    self._emitter,
-                    self._settings,
-                    should_stop=lambda: self._stopping,
-                    support=self._support,
-                )
-            except Exception:  # database down etc.: keep the worker alive, retry on the timer
-                log.exception("evaluation export pass failed")
-            else:
-                self.exported_total += result.exported
-                self.failed_total += result.failed
-                if self.on_pass is not None:
-                    self.on_pass(result)
-            if self._stopping:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._settings.poll_interval_s)
+    async def _step(self) -> None:
+        result = await asyncio.to_thread(
+            export_pass,
+            self._engine,
+            self._emitter,
+            self._settings,
+            should_stop=lambda: self._periodic.stopping,
+            support=self._support,
+        )
+        self.exported_total += result.exported
+        self.failed_total += result.failed
+        if self.on_pass is not None:
+            self.on_pass(result)

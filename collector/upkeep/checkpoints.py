@@ -11,11 +11,11 @@ every ``interval_s`` in a worker thread, which neither waits for nor blocks read
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from prometheus_client import Counter, Gauge
 
+from toolscore.collector.components import Finished, Periodic
 from toolscore.storage.database import Engine
 from toolscore.storage.plumbing.database_file import checkpoint_wal
 
@@ -75,38 +75,33 @@ class WalCheckpointer:
         self._metrics = metrics
         self._interval_s = interval_s
         self._copied = 0  # pages of the current log already counted
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._failing = False
+        self._periodic = Periodic(
+            "toolscore-checkpoints",
+            self._step,
+            every_s=interval_s,
+            first_after_s=interval_s,
+            what="checkpoint of the write-ahead log",
+            log=log,
+            on_failure=lambda _exc: metrics.failures.inc(),
+        )
 
     async def start(self) -> None:
-        self._stop = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name="toolscore-checkpoints")
+        await self._periodic.start()
 
     async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await self._task
+        await self._periodic.stop()
 
-    async def _run(self) -> None:
-        wait_s = self._interval_s
-        while not self._stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), wait_s)
-            wait_s = self._interval_s
-            try:
-                result = await asyncio.to_thread(self.run_once)
-            except Exception as exc:  # retried at the next interval
-                self._metrics.failures.inc()
-                if not self._failing:  # one line per failure streak, not one a second
-                    log.warning("checkpoint of the write-ahead log failed: %s", exc)
-                self._failing = True
-                continue
-            self._failing = False
-            if result is None:  # not SQLite: the database checkpoints on its own
-                return
-            if result[1] < result[0]:
-                wait_s = min(RETRY_S, self._interval_s)
+    @property
+    def done(self) -> bool:
+        """Ended: stopped, or not SQLite (the database checkpoints on its own)."""
+        return self._periodic.done
+
+    async def _step(self) -> float | None:
+        result = await asyncio.to_thread(self.run_once)
+        if result is None:  # not SQLite: the database checkpoints on its own
+            raise Finished
+        pages, copied = result
+        return min(RETRY_S, self._interval_s) if copied < pages else None
 
     def run_once(self) -> tuple[int, int] | None:
         """One checkpoint: (pages in the log, pages copied), None when not SQLite."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
+from toolscore.collector.components import Periodic
 from toolscore.collector.configuration import (
     ConfigError,
     FileSection,
@@ -117,41 +118,36 @@ class RetentionComponent:
         self._metrics = metrics
         self._interval_s = interval_s
         self._limits = limits or PruneLimits()
-        self._stop = threading.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
+        self._stop = threading.Event()  # also read by a pass in progress, between transactions
         self._behind = False  # the last pass left eligible conversations for the next
+        self._first = True
+        self._periodic = Periodic(
+            "toolscore-retention",
+            self._step,
+            every_s=interval_s,
+            what="span retention: pruning pass",
+            log=log,
+            on_failure=lambda _exc: metrics.failures.inc(),
+        )
 
     async def start(self) -> None:
-        self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name="toolscore-retention")
+        self._stop.clear()
+        self._first = True
+        await self._periodic.start()
 
     async def stop(self) -> None:
         """Stop; a pass in progress ends after its current (short) transaction."""
         self._stop.set()
-        self._wake.set()
-        if self._task is not None:
-            await self._task
+        await self._periodic.stop()
 
-    async def _run(self) -> None:
-        first = True
-        while not self._stop.is_set():
-            if first:  # partitions for today at once: rows of a missing day go to DEFAULT
-                first = False
-                with contextlib.suppress(Exception):
-                    await asyncio.to_thread(self._partitions_ahead)
-            if not self._behind:  # a pass that stopped at its cap goes on at once
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._interval_s)
-            if self._stop.is_set():
-                return
-            try:
-                await asyncio.to_thread(self.run_once)
-            except Exception:  # a failed pass is retried at the next interval
-                self._metrics.failures.inc()
-                log.exception(
-                    "span retention: pruning pass failed (retried in %.0f s)", self._interval_s
-                )
+    async def _step(self) -> float | None:
+        if self._first:  # partitions for today at once: rows of a missing day go to DEFAULT
+            self._first = False
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._partitions_ahead)
+            return None
+        await asyncio.to_thread(self.run_once)
+        return 0 if self._behind else None  # a pass that stopped at its cap goes on at once
 
     def _partitions_ahead(self) -> None:
         with self._engine.begin() as conn:

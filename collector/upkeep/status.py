@@ -10,7 +10,6 @@ service's own counters; nothing is logged when nothing happened.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from toolscore.collector.components import AppContext, Extension, ExtensionFactory
+from toolscore.collector.components import AppContext, Extension, ExtensionFactory, Periodic
 from toolscore.collector.export.attributes import pass_label, threshold_for
 from toolscore.collector.upkeep.coverage import CoverageGauges, CoverageRows, coverage_reader
 from toolscore.storage.conversations.backlog import (
@@ -255,26 +254,29 @@ class StatusReporter:
         self._poll_s, self._log_every_s = poll_s, log_every_s
         self._activity = _Activity({})
         self._current: Backlog | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._next_log = 0.0
+        self._periodic = Periodic(
+            "toolscore-status",
+            self._step,
+            every_s=poll_s,
+            what="status poll",
+            log=log,
+            stop_grace_s=0,  # a read may wait on a silent database: not for stop()
+        )
 
     async def start(self) -> None:
         self._activity.delta(self._registry)  # start counting from now
-        self._task = asyncio.create_task(self._run(), name="toolscore-status")
+        self._next_log = time.monotonic() + self._log_every_s
+        await self._periodic.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._periodic.stop()
 
-    async def _run(self) -> None:
-        next_log = time.monotonic() + self._log_every_s
-        while True:
-            await self.poll()
-            if self._log_every_s > 0 and time.monotonic() >= next_log:
-                next_log += self._log_every_s
-                self.report()
-            await asyncio.sleep(self._poll_s)
+    async def _step(self) -> None:
+        await self.poll()
+        if self._log_every_s > 0 and time.monotonic() >= self._next_log:
+            self._next_log += self._log_every_s
+            self.report()
 
     async def poll(self) -> None:
         try:

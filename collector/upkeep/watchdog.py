@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from toolscore.collector.components import Periodic
 from toolscore.collector.ingest.guard import GuardedWriter
 from toolscore.collector.ingest.metrics import Metrics
 
@@ -104,7 +105,14 @@ class Watchdog:
         self._probe = Probe(ping, clock)
         self._healthy = True
         self._writer_refused = False
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic(
+            "toolscore-health-watchdog",
+            self._step,
+            every_s=CHECK_PERIOD_S,
+            what="health check",
+            log=log,
+            stop_grace_s=0,  # a probe may wait on a silent database: not for stop()
+        )
         metrics.healthy.set(1)
 
     @property
@@ -112,26 +120,17 @@ class Watchdog:
         return self._healthy
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="toolscore-health-watchdog")
+        await self._periodic.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._periodic.stop()
 
     async def check(self) -> bool:
         """The verdict now (``/health`` asks this): writer state plus a fresh probe."""
         return (await self._assess()).ok
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self._assess()
-            except Exception:  # the watchdog must never die
-                log.exception("health check failed")
-            await asyncio.sleep(CHECK_PERIOD_S)
+    async def _step(self) -> None:
+        await self._assess()
 
     async def _assess(self) -> Verdict:
         verdict = self._writer_verdict()

@@ -11,7 +11,6 @@ Woken by the scoring rounds (``notify``) and by a timer, like the OTLP worker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
@@ -22,6 +21,7 @@ from typing import Protocol
 
 import aiohttp
 
+from toolscore.collector.components import Periodic
 from toolscore.collector.export.annotations.content import Annotation, Outcome, Sent, annotation
 from toolscore.collector.export.annotations.targets import AnnotationTarget
 from toolscore.storage.database import Database
@@ -87,10 +87,14 @@ class AnnotationWorker:
         self._pacing = pacing
         self.on_pass = on_pass  # (results of the pass, rows still pending)
         self._now = now
-        self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = False
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic(
+            f"toolscore-annotate-{target.kind}",
+            self._step,
+            every_s=pacing.poll_interval_s,
+            what=f"annotation pass for {target.key}",
+            log=log,
+            stop_grace_s=pacing.timeout_s * 2 + 5,  # the pass in progress, bounded by timeouts
+        )
         self._session: aiohttp.ClientSession | None = None
 
     async def open(self) -> None:
@@ -103,45 +107,25 @@ class AnnotationWorker:
             await self._session.close()
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
         await self.open()
-        self._task = asyncio.create_task(self._run(), name=f"toolscore-annotate-{self.target.kind}")
+        await self._periodic.start()
 
     def notify(self) -> None:
         """New evaluations were committed (thread-safe): run a pass now."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._wake.set)
+        self._periodic.wake()
 
     async def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, timeout=self._pacing.timeout_s * 2 + 5)
-            except TimeoutError:
-                log.warning("annotation worker did not finish in time; pending rows stay queued")
-                self._task.cancel()
+        if not await self._periodic.stop():
+            log.warning("annotation worker did not finish in time; pending rows stay queued")
         await self.close()
 
-    async def _run(self) -> None:
-        while not self._stopping:
-            self._wake.clear()
-            try:
-                results, pending = await self.run_pass()
-            except Exception:  # database down etc.: keep the worker alive, retry on the timer
-                log.exception("annotation pass for %s failed", self.target.key)
-            else:
-                if self.on_pass is not None:
-                    self.on_pass(results, pending)
-                if results.get("delivered") and pending and not self._stopping:
-                    continue  # more due work: do not wait for the timer
-            if self._stopping:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._pacing.poll_interval_s)
+    async def _step(self) -> float | None:
+        results, pending = await self.run_pass()
+        if self.on_pass is not None:
+            self.on_pass(results, pending)
+        if results.get("delivered") and pending:
+            return 0  # more due work: do not wait for the timer
+        return None
 
     async def run_pass(self) -> tuple[dict[str, int], int]:
         """One batch: (what happened to each claimed row, by result; rows still pending)."""

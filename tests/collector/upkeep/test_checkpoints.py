@@ -166,13 +166,11 @@ def test_on_postgresql_the_loop_ends_after_its_first_answer(postgres_url: str) -
 
     async def scenario() -> None:
         await checkpointer.start()
-        task = checkpointer._task
-        assert task is not None
         for _ in range(200):  # ended on its own, without stop()
-            if task.done():
+            if checkpointer.done:
                 break
             await asyncio.sleep(0.01)
-        done.append(task.done())
+        done.append(checkpointer.done)
         await checkpointer.stop()
 
     try:

@@ -33,7 +33,7 @@ def _pruned(engine: Engine) -> int:
 
 async def _run_until(component: RetentionComponent, engine: Engine, want: int) -> int:
     await component.start()
-    component._wake.set()  # the first pass now, not after the hour-long interval
+    component._periodic.wake()  # the first pass now, not after the hour-long interval
     deadline = time.monotonic() + 20
     while _pruned(engine) < want and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
