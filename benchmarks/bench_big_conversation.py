@@ -1,7 +1,7 @@
 """One huge conversation on a real ``toolscore serve``: is it scored, and do the others wait?
 
 Starts ``python -m toolscore serve`` with its default settings (settle 5 s, scoring in child
-processes: 2 with 2 cores) on a fresh database, then posts over OTLP/HTTP one
+processes: one per core, up to 4) on a fresh database, then posts over OTLP/HTTP one
 conversation of ``--spans`` spans (agent turns of 7 spans sharing one ``gen_ai.conversation.id``:
 an ``invoke_agent`` root, a ``chat`` with 4 tool calls, 4 ``execute_tool``, a final ``chat``) as
 fast as the server takes it, while small neighbour conversations (one turn each) arrive every

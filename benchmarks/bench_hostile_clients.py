@@ -1,4 +1,4 @@
-"""Scenarios of bench_inflight_memory.py against a default ``toolscore serve`` (issue 9, 4 and 7).
+"""Scenarios of bench_inflight_memory.py against a default ``toolscore serve``.
 
 ``tiny``: huge requests of tiny spans: peak and held RSS, /health latency while they are decoded.
 ``big``: huge requests of big attribute values (``--spans``: MiB per request), the same figures.

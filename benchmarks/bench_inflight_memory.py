@@ -13,7 +13,7 @@ the memory the server needs without a cap.
 
     .venv/bin/python benchmarks/bench_inflight_memory.py --clients 16 --mib 8 --runs 3
 
-Two more scenarios (issue 9, points 4 and 7), against a server with default settings:
+Two more scenarios, against a server with default settings:
 
 ``--scenario tiny``: ``--clients`` concurrent requests of ``--spans`` tiny spans each (1,000,000:
 48 MiB of protobuf) over HTTP, then gRPC, each retried on 503 / UNAVAILABLE until stored; the

@@ -10,7 +10,7 @@ an expectation, so every one is scored. Reported per run and as the median of th
   the ratio shows what the pipeline costs the receiver;
 - conversations scored per second (while the load runs), and the p50 / p99 / max latency from a
   conversation's last span (its ``last_span_at``) to its evaluation rows (``created_at``). The
-  target (issue 14): every conversation scored, p99 <= settle + 1 s, ingest >= 0.95x the
+  target: every conversation scored, p99 <= settle + 1 s, ingest >= 0.95x the
   receiver alone.
 
     .venv/bin/python benchmarks/bench_pipeline.py --rate 10000 --duration 10 --runs 3 \\
@@ -129,7 +129,7 @@ def _prepare(db_url: str) -> None:
     with engine.begin() as conn:
         # Every run starts from empty tables, as on SQLite (a new file per run): a database
         # reused across runs would carry the earlier runs' rows and, where autovacuum is off
-        # (as on this machine's PostgreSQL), their dead row versions.
+        # (as on some test servers' PostgreSQL), their dead row versions.
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(f"TRUNCATE {', '.join(TABLES)} CASCADE")
         else:
@@ -232,7 +232,7 @@ def main() -> None:
         type=int,
         default=None,
         metavar="N",
-        help="default: serve's default (auto: 2 with 2+ cores, else 1)",
+        help="default: serve's default (auto: one per core, up to 4)",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable

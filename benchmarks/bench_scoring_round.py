@@ -8,7 +8,7 @@ requests, decoded by ``collector/otlp/decode.py``, ``store_telemetry`` and the i
 ``RoundRunner.run_once`` (what the scoring process runs) until nothing is left, in its thread,
 and checks every conversation got a scored revision. CPU is the thread's CPU time
 (``time.thread_time``); on PostgreSQL the CPU of the database's server processes (backends of
-that database, read from /proc: the server must run on this machine) is reported beside it.
+that database, read from /proc: the server must run on the same machine) is reported beside it.
 
 Each run measures each tree twice: once bare (the total CPU per conversation) and once with
 every phase's functions wrapped (the split; the wrappers add their own cost, shown as the

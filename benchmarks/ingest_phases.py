@@ -8,7 +8,7 @@ process that commits a one-row write every 50 ms, as the scoring processes do, s
 another process's commit costs this connection (on SQLite, its page cache) is in the figures.
 ``--cache-mib`` sets this connection's SQLite page cache (``--mmap-mib`` its mmap_size);
 ``--warm`` first reads the random-keyed indexes the ingest path writes into it; ``--evict`` first
-drops the file from the page cache (what this VM's reclaimer does to pages idle for a minute).
+drops the file from the page cache (what a host that pages out idle page cache does to it).
 Reported: medians over the second half of the requests (the first half warms up).
 
     cd benchmarks && python ingest_phases.py --db sqlite:////work/growthdata/grown.db \\

@@ -64,7 +64,7 @@ log = logging.getLogger("toolscore.serve")
 
 
 # Parts of the start-up line extensions fill in, in the order shown, with what is said when no
-# extension does. The retention extension (issue 11 "Bounded storage") reports "retention".
+# extension does. The retention extension reports "retention".
 SUMMARY_PARTS: Mapping[str, str] = {
     "scoring": "scoring off",
     "retention": "spans kept forever",

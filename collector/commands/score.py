@@ -195,17 +195,12 @@ def _gated_run(
 
 
 def _cores() -> int:
-    """``--jobs 0``: one process per core this process may run on, up to 4.
+    """``--jobs 0``: one process per core this process may run on, up to 4. Not fewer when
+    other programs keep the cores busy: a second process costs little then, and sampling the
+    load at start chose one process too often where a second would have paid."""
+    from toolscore.collector.pipeline.options import available_cores
 
-    Measured on a shared 2-core machine: a second process took 10,000 samples from 0.17 s to
-    0.10 s when the other core was free, and from 0.22 s to 0.23 s when other programs kept
-    both busy; sampling the load at start chose one process too often to pay.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    return min(4, available_cores())
 
 
 def _size(source: IO[bytes]) -> int | None:

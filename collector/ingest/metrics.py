@@ -123,7 +123,7 @@ class Metrics:
         )
 
     def _add_admission_metrics(self) -> None:
-        """What the receiver's defences against resource-holding clients do (issue 9, 4/7)."""
+        """What the receiver's defences against resource-holding clients do."""
         r = self.registry
         self.memory_reserved = Gauge(
             "toolscore_receiver_memory_reserved_bytes",

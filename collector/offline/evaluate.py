@@ -31,7 +31,7 @@ from toolscore.collector.otlp.decode import (
 from toolscore.collector.pipeline.assign import AssignConfig
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.hook import ConversationHook
-from toolscore.collector.pipeline.worker import RoundRunner
+from toolscore.collector.pipeline.rounds import RoundRunner
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.conversation_keys import (

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from prometheus_client import Counter, Histogram
 
 from toolscore.collector.components import AppContext, Extension, ExtensionFactory
 from toolscore.collector.pipeline.assign import AssignConfig
+from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import DEFAULT_BIG_SPANS, SizeLimits, Timing
 from toolscore.collector.pipeline.hook import ConversationHook
-from toolscore.collector.pipeline.options import PipelineOptions, processes_for
-from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.collector.pipeline.options import PipelineOptions, available_cores, processes_for
+from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
@@ -77,7 +77,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 written.emit()
 
         backend = backend_name(ctx.settings.db_url)
-        processes = processes_for(options, backend, os.cpu_count())
+        processes = processes_for(options, available_cores())
         round_size = scoring_round_size(backend)
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from toolscore.collector.configuration import (
     FileSection,
     Option,
     add_options,
-    choice,
     positive_int,
     resolve,
     seconds,
 )
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
-from toolscore.collector.reconstruction.control_calls import HANDOFF, ControlCallError, ControlCalls
+from toolscore.collector.reconstruction.control_calls import ControlCallError, ControlCalls
 
-ENV_HANDOFFS = "TOOLSCORE_HANDOFFS"  # deprecated: TOOLSCORE_CONTROL_CALLS
-HANDOFF_CHOICES = ("include", "exclude")
 DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 # claim.DEFAULT_MAX_SPANS, repeated: this module stays light (imported to build the CLI parser)
@@ -75,43 +72,13 @@ CONTROL_CALLS_OPTIONS: tuple[Option, ...] = (
         metavar="POLICY",
         shown_default="exclude",
     ),
-    Option(
-        "--handoffs",
-        "handoffs",
-        "deprecated: --control-calls include=handoff / exclude=handoff",
-        parse=choice(*HANDOFF_CHOICES),
-        metavar="include|exclude",
-        shown_default="none (deprecated)",
-    ),
 )
 
 
-def control_calls_from(
-    args: argparse.Namespace | None,
-    environ: Mapping[str, str],
-    warn: Callable[[str], None] | None = None,
-) -> ControlCalls:
-    """The policy of ``--control-calls`` (flag > variable > exclude); the deprecated
-    ``--handoffs`` / TOOLSCORE_HANDOFFS, when given, then sets the handoff kind and ``warn``
-    (default: a line on stderr) says it is deprecated. Raises ConfigError."""
-    values = resolve(CONTROL_CALLS_OPTIONS, args, environ)
-    return _with_alias(values["control_calls"], values["handoffs"], warn or warn_stderr)
-
-
-def _with_alias(
-    policy: ControlCalls, handoffs: str | None, warn: Callable[[str], None]
-) -> ControlCalls:
-    if handoffs is None:
-        return policy
-    warn(
-        f"--handoffs / {ENV_HANDOFFS} is deprecated: use --control-calls {handoffs}={HANDOFF} "
-        "(env TOOLSCORE_CONTROL_CALLS)"
-    )
-    return policy.with_kind(HANDOFF, handoffs == "include")
-
-
-def warn_stderr(message: str) -> None:
-    print(f"toolscore: warning: {message}", file=sys.stderr)
+def control_calls_from(args: argparse.Namespace | None, environ: Mapping[str, str]) -> ControlCalls:
+    """The policy of ``--control-calls`` (flag > variable > exclude). Raises ConfigError."""
+    policy: ControlCalls = resolve(CONTROL_CALLS_OPTIONS, args, environ)["control_calls"]
+    return policy
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -163,8 +130,7 @@ OPTIONS: tuple[Option, ...] = (
         "--scoring-processes",
         "scoring_processes",
         "child processes that score in parallel, each claiming its own conversations, or "
-        "auto: 2 when the machine has 2 or more cores (one process's database waits "
-        "overlap the other's work), else 1",
+        "auto: one per core this process may run on, up to 4",
         parse=_processes,
         metavar="N|auto",
         shown_default="auto",
@@ -202,20 +168,32 @@ def options_from(
     values = resolve(OPTIONS, args, environ, file)
     keys = tuple(key for key in values["conversation_keys"] or () if key)
     values.update(conversation_keys=keys or None, reference_key=values["reference_key"] or None)
-    values["control_calls"] = _with_alias(
-        values["control_calls"], values.pop("handoffs"), warn_stderr
-    )
     return PipelineOptions(**values)
 
 
-def processes_for(options: PipelineOptions, backend: str, cpu_count: int | None) -> int:
-    """How many scoring processes to run: the configured number, or auto.
+def available_cores() -> int:
+    """The cores this process may run on, for defaults that scale with the host: its CPU
+    affinity (what ``taskset`` or a container's cpuset allows) where the system reports one,
+    else the machine's count; at least 1."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    if counter is not None:
+        return max(1, counter() or 1)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this system
+        return max(1, os.cpu_count() or 1)
 
-    Auto: 2 on a machine with a second core, whatever the database. A scoring process waits
-    for the database part of each round (PostgreSQL: about a third; SQLite: its write lock and
-    reads), and a second one takes the CPU the receiver leaves (docs/benchmarks.md, Burst).
-    """
-    del backend  # measured on both databases: the same answer (docs/benchmarks.md, Burst)
+
+#: Most scoring processes ``auto`` starts: they share the database's writes (SQLite: one lock).
+MAX_AUTO_SCORING_PROCESSES = 4
+
+
+def processes_for(options: PipelineOptions, cores: int) -> int:
+    """How many scoring processes to run: the configured number, or auto: one per core this
+    process may run on (:func:`available_cores`), up to
+    :data:`MAX_AUTO_SCORING_PROCESSES`. A scoring process waits for the database part of each
+    round, so one per core uses the CPU the receiver leaves; more only take it from the
+    receiver (docs/benchmarks.md, Burst)."""
     if options.scoring_processes is not None:
         return options.scoring_processes
-    return 2 if (cpu_count or 1) >= 2 else 1
+    return max(1, min(cores, MAX_AUTO_SCORING_PROCESSES))

@@ -43,19 +43,6 @@ from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.database import Database
 
-# Re-exported: importers and tests know these names from here.
-__all__ = [
-    "DEFAULT_LIMITS",
-    "Observer",
-    "PipelineStats",
-    "PipelineWorker",
-    "RoundResult",
-    "RoundRunner",
-    "ScoringProcess",
-    "_child_init",
-    "default_worker_id",
-]
-
 log = logging.getLogger(__name__)
 
 Observer = Callable[[Sequence[str], Sequence[float]], None]  # statuses, latencies (s)

@@ -1,4 +1,4 @@
-"""A byte budget on request data in memory, shared by both transports (issue 9, point 7).
+"""A byte budget on request data in memory, shared by both transports.
 
 A request reserves, in steps, what it is about to hold: its body as it is read (decompressed
 bytes), then what parsing and decoding one chunk of it may cost (protobuf: estimated from the
@@ -127,7 +127,7 @@ class Reservation:
 
 
 class _Trimmer:
-    """glibc keeps freed heap mapped: after a huge request the process stayed >2 GB (issue 9).
+    """glibc keeps freed heap mapped: after a huge request the process stayed over 2 GB.
     ``malloc_trim(0)`` returns it; it takes tens of ms, so it runs in its own short thread, one
     at a time."""
 

@@ -109,7 +109,7 @@ class OtlpCore:
 
         Transports call it before reading a body, so that while the service is saturated a
         refused request costs no more than its headers; they take the slot itself only once the
-        body has arrived, so a client that sends slowly (or never) holds no slot (issue 9, 4).
+        body has arrived, so a client that sends slowly (or never) holds no slot.
         """
         limit = self._max_in_flight
         if limit is not None and self._in_flight >= limit:

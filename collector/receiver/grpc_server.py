@@ -15,11 +15,11 @@ What grpc core buffers of a call nobody reads yet is bounded by the HTTP/2 strea
 default BDP probing grows that window until a whole message fits, so while the event loop was
 busy with an admitted call, refused calls could still be buffered whole (16 concurrent 16 MiB
 calls, cap 1: 92-230 MB peak growth). A fixed 1 MiB window bounds each to about that (47-65
-MB in all), and on this machine's loopback moved the same MB/s (noise level); over a 100 ms link it
-still allows ~10 MB/s per call, more than ingest stores (benchmarks/bench_inflight_memory.py).
+MB in all) without slowing a local client measurably; over a 100 ms link it still allows ~10
+MB/s per call, more than ingest stores (benchmarks/bench_inflight_memory.py).
 
-A call counts against ``--max-concurrent-requests`` only once its message has arrived (issue 9,
-point 4): before that it waits for a read turn (read_gate.py: a few at once, a share per
+A call counts against ``--max-concurrent-requests`` only once its message has arrived: before
+that it waits for a read turn (read_gate.py: a few at once, a share per
 connection; a turn is a short probe, after which a pending read is parked), and a message that
 does not arrive within ``grpc_read_timeout_s`` of its turn is answered UNAVAILABLE. In its
 turn, a call first waits for room in the in-flight memory budget (budget.py) for a message of

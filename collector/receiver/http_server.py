@@ -5,7 +5,7 @@ decompressed bytes, so a small compression bomb is refused (413) without being i
 body of several members is read whole (inflate.py). Responses use the request's content type;
 errors carry a ``google.rpc.Status`` body and, when retryable, ``Retry-After``.
 
-Clients cannot hold the service (issue 9, point 4): the concurrency cap (``OtlpCore.slot``) is
+Clients cannot hold the service: the concurrency cap (``OtlpCore.slot``) is
 checked before the body is read but taken only once it has arrived, so slow uploads hold no slot;
 a body must arrive at ``min_body_rate`` after ``body_grace_s`` (else 503, connection closed); the
 bytes read count against the in-flight memory budget (budget.py); a connection with no request

@@ -5,7 +5,7 @@ the room left, so a small compression bomb is refused (413) without being inflat
 may hold several members (RFC 1952 2.2; ``gzip -c a b``, some agents' appends): each is read in
 turn and the body is their concatenation. What follows the end of a compressed stream must be
 another valid member: anything else is refused (400), so a body is read whole or not at all,
-never half (issue 9, point 8).
+never half.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Defaults of the receiver's defences against clients that hold resources (issue 9, 4 and 7).
+"""Defaults of the receiver's defences against clients that hold resources.
 
 One frozen dataclass, so that the receivers and tests share the numbers and the operator docs can
-quote them. Every figure below was measured on the 2-core test VM (benchmarks/
-bench_inflight_memory.py); ``DEFAULT_MEMORY_BUDGET`` (gRPC reads included), the copies made
-while one message is handed over, and the server's own ~140 MB keep the process under 1 GB
-whatever clients send (docs/reliability.md, "The bound").
+quote them. The costs per item and per byte below are what CPython and upb allocate, measured
+with benchmarks/bench_inflight_memory.py; ``DEFAULT_MEMORY_BUDGET`` (gRPC reads included), the
+copies made while one message is handed over, and the server's own memory keep the process
+under about 1 GB whatever clients send (docs/reliability.md, "The bound").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ grpc core buffers a call's message whole only while the application reads it (ot
 than the HTTP/2 stream window), and grpc.aio cannot tell an idle call from one whose message is
 on its way. So reads are taken in turns: at most ``total`` at once (what arrives at once is
 bounded by that times the size limit) and at most ``per_connection`` for one connection (70 idle
-calls over one connection then hold 1 turn, not every slot: issue 9, point 4). A call waits
+calls over one connection then hold 1 turn, not every slot). A call waits
 for its turn (its stream buffered no further); a turn lasts at most the read timeout, enforced
 by the caller. Turns are granted in arrival order within the connection's share.
 

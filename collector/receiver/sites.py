@@ -1,7 +1,7 @@
 """An aiohttp TCP site that keeps at most ``max_connections`` connections open.
 
-aiohttp has no such bound: 1,000 idle connections held 1,000 file descriptors (issue 9, point
-4). On accept, past the bound, the new connection is closed at once (its client sees a reset or
+aiohttp has no such bound: 1,000 idle connections held 1,000 file descriptors. On
+accept, past the bound, the new connection is closed at once (its client sees a reset or
 EOF and, if it is an exporter, retries); the keep-alive timeout frees idle ones meanwhile. The
 count is aiohttp's own list of live connections; connections accepted in the same event-loop
 turn are counted through ``_pending`` until aiohttp counts them (two loop turns later: the

@@ -23,10 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from toolscore.storage.base import Base, Int64, JsonOrNull, JsonType
-from toolscore.storage.base import (
-    UtcDateTime as UtcDateTime,  # re-exported: long imported from here
-)
+from toolscore.storage.base import Base, Int64, JsonOrNull, JsonType, UtcDateTime
 
 # Conversations with telemetry left to prune (textually equal to migration 0005's index
 # predicate: SQLite uses a partial index only for queries containing the predicate as written).

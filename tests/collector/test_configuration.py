@@ -383,17 +383,6 @@ ROWS = [
         ControlCalls(include=False),
         bad="maybe",
     ),
-    Row(  # deprecated alias of --control-calls include=handoff / exclude=handoff
-        "--handoffs",
-        "TOOLSCORE_HANDOFFS",
-        "exclude",
-        "include",
-        lambda c: c.pipeline.control_calls,
-        ControlCalls(include=False),
-        ControlCalls(include=False, overrides=(("handoff", True),)),
-        ControlCalls(include=False),
-        bad="maybe",
-    ),
     Row(
         "--span-retention",
         "TOOLSCORE_SPAN_RETENTION",

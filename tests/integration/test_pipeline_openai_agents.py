@@ -153,4 +153,3 @@ def test_show_rebuilds_messages_with_the_servers_handoff_setting(db_url: str) ->
     assert _shown_calls(db_url, "thread-handoff") == [LOOKUP["name"]]  # default: exclude
     both = [LOOKUP["name"], TRANSFER["name"]]
     assert _shown_calls(db_url, "thread-handoff", "--control-calls", "include=handoff") == both
-    assert _shown_calls(db_url, "thread-handoff", "--handoffs", "include") == both  # deprecated

@@ -66,7 +66,12 @@ CASES: list[tuple[str, dict[str, str], int, str]] = [
     ("refs import {TMP}/bad.yaml --db {DB}", {}, 2, "bad.yaml rejected, nothing imported:"),
     ("conversations --limit 0 --db {DB}", {}, 2, "--limit must be at least 1"),
     ("show nope --db {DB}", {}, 1, "toolscore show: no conversation 'nope'"),
-    ("show nope --db {DB}", {"TOOLSCORE_HANDOFFS": "maybe"}, 2, "--handoffs / TOOLSCORE_HANDOFFS"),
+    (
+        "show nope --db {DB}",
+        {"TOOLSCORE_CONTROL_CALLS": "maybe"},
+        2,
+        "--control-calls / TOOLSCORE_CONTROL_CALLS",
+    ),
     ("report --db {DB} --since 2026-02-01 --until 2026-01-01", {}, 2, "is after --until"),
     ("export --db {DB} --output {TMP}/no/such/dir.csv", {}, 1, "toolscore export: cannot write"),
     ("rescore --db {DB} --resume r-nope", {}, 2, "toolscore rescore: no run 'r-nope'"),

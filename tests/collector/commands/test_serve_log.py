@@ -137,7 +137,7 @@ def test_a_bad_log_format_is_one_line(sqlite_url: str) -> None:
 _CHILD = """
 import logging, os, sys
 from toolscore.collector.pipeline.claim import Timing
-from toolscore.collector.pipeline.worker import ScoringProcess, _child_init
+from toolscore.collector.pipeline.child import ScoringProcess, _child_init
 from toolscore.storage import migrate
 
 migrate.upgrade(sys.argv[1])

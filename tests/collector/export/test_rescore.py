@@ -292,7 +292,5 @@ def test_rescore_applies_the_control_calls_policy_as_serve_does(
     assert "1 rescored" in capsys.readouterr().out
     counted = ragas_scores(ragas_sample("w?", [[WEATHER, transfer]], [WEATHER]))
     assert accuracy() == counted["tool_call_accuracy"] < 1.0
-    assert main(["rescore", "--db", sqlite_url, "--handoffs", "exclude"]) == 0
-    out = capsys.readouterr()
-    assert "--handoffs / TOOLSCORE_HANDOFFS is deprecated" in out.err
-    assert "1 rescored" in out.out and accuracy() == 1.0
+    assert main(["rescore", "--db", sqlite_url, "--control-calls", "exclude=handoff"]) == 0
+    assert "1 rescored" in capsys.readouterr().out and accuracy() == 1.0

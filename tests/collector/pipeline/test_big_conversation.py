@@ -20,8 +20,10 @@ from sqlalchemy import Engine, func, select
 from tests.collector.pipeline.test_score import expect
 from tests.collector.pipeline.test_worker import parse
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
+from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
-from toolscore.collector.pipeline.worker import PipelineWorker, RoundRunner, ScoringProcess
+from toolscore.collector.pipeline.rounds import RoundRunner
+from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.scorer import default_config
 from toolscore.storage.conversations.leases import lease_of
 from toolscore.storage.conversations.tables import conversations, evaluations

@@ -20,8 +20,10 @@ from tests.collector.pipeline.test_big_conversation import (
     revisions,
 )
 from tests.collector.pipeline.test_score import expect
+from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
-from toolscore.collector.pipeline.worker import PipelineWorker, RoundRunner, ScoringProcess
+from toolscore.collector.pipeline.rounds import RoundRunner
+from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.scorer import default_config
 from toolscore.storage.conversations.leases import lease_of
 from toolscore.storage.expectations.repository import ExpectationData

@@ -1,5 +1,5 @@
-"""``serve --control-calls`` (env TOOLSCORE_CONTROL_CALLS) and its deprecated alias ``--handoffs``:
-framework control calls (handoffs to other agents...) are left out of the scored calls by default.
+"""``serve --control-calls`` (env TOOLSCORE_CONTROL_CALLS): framework control calls (handoffs to
+other agents...) are left out of the scored calls by default.
 
 The option travels from the serve flags to the worker, in a thread and in a scoring child process.
 """
@@ -16,8 +16,9 @@ from tests.collector.pipeline.test_score import current_scores, expect, offline_
 from tests.collector.pipeline.test_worker import _until_scored, parse
 from tests.collector.reconstruction.test_reconstruct import assistant, chat, result, user
 from toolscore.collector.configuration import ConfigError
+from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import Timing
-from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import default_config
 from toolscore.storage.conversations.tables import tool_calls
@@ -49,28 +50,6 @@ def test_unknown_kinds_and_modes_are_refused_naming_the_known_kinds() -> None:
         ConfigError, match="--control-calls / TOOLSCORE_CONTROL_CALLS: expected include"
     ):
         parse([], {"TOOLSCORE_CONTROL_CALLS": "maybe"})
-
-
-def test_the_deprecated_handoffs_alias_still_works_and_says_so(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert parse(["--handoffs", "include"]).control_calls.includes("handoff")
-    assert "--handoffs / TOOLSCORE_HANDOFFS is deprecated: use --control-calls include=handoff" in (
-        capsys.readouterr().err
-    )
-    assert not parse([], {"TOOLSCORE_HANDOFFS": "exclude"}).control_calls.includes("handoff")
-    assert "use --control-calls exclude=handoff" in capsys.readouterr().err
-    # the alias sets the handoff kind on top of the policy
-    mixed = parse(["--control-calls", "include", "--handoffs", "exclude"]).control_calls
-    assert mixed.includes("smolagents.final_answer") and not mixed.includes("handoff")
-    capsys.readouterr()
-    parse(["--control-calls", "include"])
-    assert capsys.readouterr().err == ""  # silent when the alias is not used
-    with pytest.raises(
-        ConfigError,
-        match="--handoffs / TOOLSCORE_HANDOFFS: expected include or exclude, got 'maybe'",
-    ):
-        parse([], {"TOOLSCORE_HANDOFFS": "maybe"})
 
 
 def _spans() -> list:  # type: ignore[type-arg]

@@ -24,7 +24,7 @@ from tests.collector.pipeline.e2e import import_refs, otlp_provider, pipeline_se
 from tests.collector.pipeline.test_score import expect
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.collector.pipeline.claim import NS, Timing
-from toolscore.collector.pipeline.worker import RoundRunner
+from toolscore.collector.pipeline.rounds import RoundRunner
 from toolscore.scorer import default_config, parse_sample
 from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
 from toolscore.storage.expectations.repository import ExpectationData

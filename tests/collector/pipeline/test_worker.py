@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -14,13 +15,15 @@ from sqlalchemy import Engine
 
 from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
 from toolscore.collector.configuration import ConfigError
+from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import Timing
 from toolscore.collector.pipeline.options import (
     add_arguments,
+    available_cores,
     options_from,
     processes_for,
 )
-from toolscore.collector.pipeline.worker import PipelineWorker, ScoringProcess
+from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.scorer import default_config
 from toolscore.storage.expectations.repository import ExpectationData
 
@@ -91,19 +94,20 @@ def test_invalid_serve_options_are_clear_errors(argv: list[str], message: str) -
         parse(argv)
 
 
-def test_scoring_processes_default_to_two_with_two_cores_on_either_database() -> None:
+def test_scoring_processes_default_to_one_per_core_up_to_four() -> None:
     auto = parse([])
     assert auto.scoring_processes is None
-    assert processes_for(auto, "postgresql", 2) == 2
-    assert processes_for(auto, "postgresql", 8) == 2
-    assert processes_for(auto, "postgresql", 1) == 1
-    assert processes_for(auto, "postgresql", None) == 1
-    assert processes_for(auto, "sqlite", 8) == 2
-    assert processes_for(auto, "sqlite", 1) == 1
-    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "AUTO"}), "sqlite", 8) == 2
-    assert processes_for(parse(["--scoring-processes", "3"]), "sqlite", 1) == 3
-    from_env = parse([], {"TOOLSCORE_SCORING_PROCESSES": "1"})
-    assert processes_for(from_env, "postgresql", 8) == 1
+    assert [processes_for(auto, cores) for cores in (1, 2, 3, 4, 8, 64)] == [1, 2, 3, 4, 4, 4]
+    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "AUTO"}), 8) == 4
+    assert processes_for(parse(["--scoring-processes", "3"]), 1) == 3
+    assert processes_for(parse([], {"TOOLSCORE_SCORING_PROCESSES": "1"}), 8) == 1
+
+
+def test_the_cores_are_those_this_process_may_run_on() -> None:
+    cores = available_cores()
+    assert cores >= 1
+    if hasattr(os, "sched_getaffinity"):
+        assert cores == len(os.sched_getaffinity(0))
 
 
 def test_invalid_environment_names_the_variable() -> None:
