@@ -6,6 +6,7 @@ Each owner of a table module adds one import line here.
 from __future__ import annotations
 
 from toolscore.storage.base import Base
+from toolscore.storage.conversations import replays
 from toolscore.storage.conversations import tables as pipeline
 from toolscore.storage.expectations import repository as expectations
 from toolscore.storage.history import deliveries, instance
@@ -25,6 +26,7 @@ __all__ = [
     "instance",
     "metadata",
     "pipeline",
+    "replays",
     "rescore",
     "rollup",
     "telemetry",

@@ -32,7 +32,7 @@ from toolscore.collector.views.conversation import (
     why_unmatched,
 )
 from toolscore.collector.views.safe_text import json_safe, safe_lines
-from toolscore.collector.views.spans import render_spans
+from toolscore.collector.views.spans import render_rules, render_spans
 from toolscore.collector.views.table import (
     clip,
     format_call,
@@ -233,6 +233,7 @@ def render_conversation(data: Mapping[str, Any]) -> list[str]:
     lines += _render_calls(data)
     if "spans" in data:
         lines += render_spans(data["spans"], pruned)
+        lines += render_rules(data.get("call_rules"))
     past = data.get("revision")
     lines += ["", "scores:" if past is None else f"scores (revision {past}):"]
     if not data["evaluations"]:

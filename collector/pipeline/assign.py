@@ -22,6 +22,7 @@ a few small statements only when traces move.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from toolscore.collector.reconstruction.conversation_keys import (
     reference_id_for,
     span_order,
 )
+from toolscore.collector.reconstruction.replay import ReplayPrints, replay_prints
 from toolscore.storage.conversations.assignments import (
     ConversationTouch,
     TraceState,
@@ -41,6 +43,7 @@ from toolscore.storage.conversations.assignments import (
     move_traces,
     upsert_conversations,
 )
+from toolscore.storage.conversations.replays import latest_tails, record_tails
 from toolscore.storage.database import Connection
 from toolscore.storage.records import SpanRecord
 
@@ -51,6 +54,8 @@ class AssignConfig:
 
     conversation_keys: tuple[str, ...] = DEFAULT_CONVERSATION_KEYS
     reference_key: str = DEFAULT_REFERENCE_KEY
+    # A keyless trace replaying a conversation left this recently joins it (0: never).
+    replay_window_s: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,7 @@ class _TraceInBatch:
     root_span_id: str | None
     reference_id: str | None
     first_start_ns: int
+    prints: ReplayPrints | None = None  # keyless traces, with the replay rule on
 
 
 def _summarise(
@@ -88,15 +94,18 @@ def _summarise(
         resources = {id(s.resource_attributes): s.resource_attributes for s in ordered}
         present = set().union(*[s.attributes for s in ordered], *resources.values())
         keys = [k for k in keys_of if matches(k, present)]
+        named = (conversation_id_for_trace(ordered, keys, True) or None) if keys else None
+        replaying = named is None and config.replay_window_s > 0
         out.append(
             _TraceInBatch(
                 trace_id=trace_id,
-                named=(conversation_id_for_trace(ordered, keys, True) or None) if keys else None,
+                named=named,
                 root_span_id=root,
                 reference_id=(reference_id_for(ordered, ref_key, True) or None)
                 if ref_key in present
                 else None,
                 first_start_ns=ordered[0].start_ns,
+                prints=replay_prints(ordered) if replaying else None,
             )
         )
     return out
@@ -119,12 +128,44 @@ def assign_spans(
         return AssignResult(0, 0, 0)
     # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
     # row (locked if it may still move) and the plan below decides whether it moves.
+    since_ns = received_at_ns - int(config.replay_window_s * 1e9)
+    traces = _join_replays(conn, traces, since_ns)
     states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces}, numbered)
     plan = _plan(traces, states)
     move_traces(conn, plan.moves)
     upsert_conversations(conn, plan.touched, received_at_ns)
+    tails = {
+        tail: plan.moves.get(t.trace_id, states[t.trace_id].conversation_id)
+        for t in traces
+        if t.prints is not None
+        for tail in t.prints.tails
+    }
+    record_tails(conn, tails, received_at_ns, since_ns)
     new = sum(1 for s in states.values() if s.inserted)
     return AssignResult(len(plan.touched), new, len(plan.moves))
+
+
+def _join_replays(
+    conn: Connection, traces: list[_TraceInBatch], since_ns: int
+) -> list[_TraceInBatch]:
+    """Keyless traces whose model input replays the state a conversation was left in (stored,
+    or left by an earlier trace of this batch) join that conversation: the longest replayed
+    state wins, then the latest conversation left in it."""
+    prefixes = [p for t in traces if t.prints is not None for p in t.prints.prefixes]
+    if not prefixes:
+        return traces
+    stored = latest_tails(conn, prefixes, since_ns)
+    left: dict[str, str] = {}  # by this batch's earlier traces
+    out: list[_TraceInBatch] = []
+    for t in sorted(traces, key=lambda t: (t.first_start_ns, t.trace_id)):
+        prints = t.prints
+        if prints is not None:
+            found = next((c for p in prints.prefixes if (c := left.get(p) or stored.get(p))), None)
+            if found is not None and found != t.trace_id:
+                t = dataclasses.replace(t, named=found)
+            left.update(dict.fromkeys(prints.tails, t.named or t.trace_id))
+        out.append(t)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         assign = AssignConfig(
             conversation_keys=options.conversation_keys or DEFAULT_CONVERSATION_KEYS,
             reference_key=options.reference_key or DEFAULT_REFERENCE_KEY,
+            replay_window_s=options.replay_window_s,
         )
         hook = ConversationHook(assign, timing, notify=notify)
         keys = (*assign.conversation_keys, assign.reference_key)

@@ -22,6 +22,7 @@ DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 # claim.DEFAULT_MAX_SPANS, repeated: this module stays light (imported to build the CLI parser)
 DEFAULT_MAX_CONVERSATION_SPANS = 500_000
+DEFAULT_REPLAY_WINDOW_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,8 @@ class PipelineOptions:
     control_calls: ControlCalls = DEFAULT_CONTROL
     # More spans: the conversation is not loaded (status error, with the reason).
     max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
+    # A keyless trace replaying a conversation left this recently joins it (0: never).
+    replay_window_s: float = DEFAULT_REPLAY_WINDOW_S
 
 
 def _processes(text: str) -> int | None:
@@ -108,6 +111,17 @@ OPTIONS: tuple[Option, ...] = (
         env="TOOLSCORE_CONVERSATION_KEYS",
         metavar="ATTRIBUTE",
         shown_default="gen_ai.conversation.id, session.id, ...",
+    ),
+    Option(
+        "--replay-window",
+        "replay_window_s",
+        "a trace with no conversation key whose model input replays the messages an earlier "
+        "conversation was left with this recently joins it (stateless clients: one trace per "
+        "model call); 0 turns the rule off",
+        parse=seconds,
+        default=DEFAULT_REPLAY_WINDOW_S,
+        env="TOOLSCORE_REPLAY_WINDOW",
+        metavar="SECONDS",
     ),
     Option(
         "--reference-key",

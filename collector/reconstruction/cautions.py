@@ -4,7 +4,8 @@
 - a span that looks like a tool run (by its name or a kind attribute) from which nothing was
   taken: a call it ran may be missing;
 - a model call whose finish reason says it asked for tools, with output recorded but no call in
-  it: calls were made that could not be read.
+  it: calls were made that could not be read;
+- a call whose tool span ran with other arguments than the model asked for.
 
 Each becomes a caution of the conversation (with the calls other rules inferred without evidence,
 :mod:`toolscore.collector.reconstruction.evidence`): the score is still given, marked.
@@ -12,11 +13,13 @@ Each becomes a caution of the conversation (with the calls other rules inferred 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 
 from toolscore.collector.reconstruction.conventions import Exchange
 from toolscore.collector.reconstruction.conventions.base import maybe_json
 from toolscore.collector.reconstruction.conventions.unrecognised import tool_like
+from toolscore.collector.reconstruction.transcript import Call, Canon
 from toolscore.storage.records import SpanRecord
 
 _SHOWN = 3
@@ -77,3 +80,28 @@ def unread_calls(exchanges: Sequence[Exchange], spans: Sequence[SpanRecord]) -> 
         f"{len(silent)} model call(s) finished asking for tools but record no call ({shown}): "
         "calls were made that could not be read"
     )
+
+
+def disagreements(calls: Sequence[Call], canon: Canon) -> list[str]:
+    """Calls whose tool span ran with other arguments than the model asked for (both recorded
+    and decodable): scored as the model asked, said."""
+    out: list[str] = []
+    for call in calls:
+        execution = call.execution
+        if execution is None or call.arguments is None or execution.arguments is None:
+            continue
+        if execution.span_id == call.span_id:
+            continue  # a call known only from its tool span
+        asked, ran = canon.decode(call.arguments), canon.decode(execution.arguments)
+        if not (asked.ok and ran.ok) or canon(call.arguments) == canon(execution.arguments):
+            continue
+        out.append(
+            f"call {call.name!r}: the model asked for {_short(asked.arguments)}, its tool span "
+            f"{execution.span_id} ran with {_short(ran.arguments)} (scored as the model asked)"
+        )
+    return out
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -124,8 +124,15 @@ def confirm(
                     "but no tool definition or model call confirms the tool's parameters: "
                     "kept as recorded"
                 )
-        if name != execution.name or arguments is not execution.arguments:
-            execution = dataclasses.replace(execution, name=name, arguments=arguments)
+        notes = list(execution.notes)
+        if name != execution.name:
+            notes.append(f"name {name!r} from span name {execution.name!r} (a known tool)")
+        if arguments is not execution.arguments:
+            notes.append("arguments unwrapped (the tool's parameters confirm them)")
+        if notes != list(execution.notes):
+            execution = dataclasses.replace(
+                execution, name=name, arguments=arguments, notes=tuple(notes)
+            )
         out.append(execution)
     return out
 
@@ -183,7 +190,10 @@ def _split_message(
             continue
         named = [_name_for(p, exchange.trace_id, executions, canon) for p in parts[1:]]
         calls.append(ToolCallRef(call.name, parts[0], call.call_id))
-        calls += [ToolCallRef(n, p, None) for n, p in zip(named, parts[1:], strict=True) if n]
+        split = "split from a merged entry, named by a tool span"
+        calls += [
+            ToolCallRef(n, p, None, split) for n, p in zip(named, parts[1:], strict=True) if n
+        ]
         cautions.append(
             f"call {call.name!r}: {len(parts)} calls merged into one entry by the "
             f"instrumentation; split by the tool spans' arguments ({sum(1 for n in named if n)} "

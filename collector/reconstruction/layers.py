@@ -78,6 +78,7 @@ def join_layers(
 def _fill(outer: ToolExecution, inner: ToolExecution) -> ToolExecution:
     return dataclasses.replace(
         outer,
+        notes=(*outer.notes, f"joined {inner.span_id} {inner.convention} (a deeper layer)"),
         arguments=outer.arguments if outer.arguments is not None else inner.arguments,
         call_id=outer.call_id or inner.call_id,
         result=outer.result if outer.result is not None else inner.result,

@@ -26,7 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscore.collector.reconstruction.cautions import unread_calls, unused_tool_spans
+from toolscore.collector.reconstruction.cautions import (
+    disagreements,
+    unread_calls,
+    unused_tool_spans,
+)
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.conventions import (
@@ -68,6 +72,7 @@ class ReconstructedCall:
     arguments_recorded: bool = True
     capture_hint: str | None = None
     requested_in: str | None = None  # the model-call span whose output asked for the call
+    rule: str = ""  # which rule produced it, and what confirmed it (show --spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,7 @@ def _calls(
                 convention=call.convention,
                 requested_in=None if orphan else call.span_id,
                 arguments_recorded=recorded,
+                rule=call.rule,
                 capture_hint=None if recorded else capture_hint(call.convention, scope),
             )
         )
@@ -248,7 +254,10 @@ def _reconstruct(
     transcript = _Transcript(canon)
     for exchange in _dedupe(exchanges, spans, canon):
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))
+    before = len(warnings)
     orphans = attach(transcript.calls(), executions, warnings, canon)
+    cautions += warnings[before:]  # tool spans that ran calls the model output does not show
+    cautions += disagreements(transcript.calls(), canon)
     insert_orphans(transcript, orphans, ranks)
     drop_control_calls(transcript.entries, control_calls)
 

@@ -24,6 +24,7 @@ def attach(
         if call is not None:
             if call.execution is None:
                 call.execution = execution
+                call.rule += _confirmed("call id", execution)
             continue  # a retried execution of an attached call is not a new call
         pending.append(execution)
 
@@ -48,7 +49,12 @@ def attach(
         rest = [v for k, v in mine.items() if k not in named]
         return [str(v) for v in rest] == [str(v) for v in decoded.positional]
 
-    for rule in (args_equal, positional_equal, lambda _c, _e: True):
+    rules = (
+        (args_equal, "name and arguments"),
+        (positional_equal, "name and positional values"),
+        (lambda _c, _e: True, "name only"),
+    )
+    for rule, how in rules:
         still: list[ToolExecution] = []
         for execution in pending:
             match = next((c for c in free(execution) if rule(c, execution)), None)
@@ -56,6 +62,7 @@ def attach(
                 still.append(execution)
             else:
                 match.execution = execution
+                match.rule += _confirmed(how, execution)
         pending = still
     unmatched = [e for e in pending if not e.name.startswith(HANDOFF_PREFIX)]
     if calls and unmatched:
@@ -65,6 +72,11 @@ def attach(
             "counted from the tool spans"
         )
     return unmatched
+
+
+def _confirmed(how: str, execution: ToolExecution) -> str:
+    notes = "".join(f"; {n}" for n in execution.notes)
+    return f"; tool span {execution.span_id} by {how}{notes}"
 
 
 def insert_orphans(
@@ -81,6 +93,7 @@ def insert_orphans(
             execution.span_id,
             execution.convention,
             execution,
+            "tool span only (not in the model output)" + "".join(f"; {n}" for n in execution.notes),
         )
         keys = [entry.key for entry in transcript.entries]
         index = bisect.bisect_right(keys, key)

@@ -31,6 +31,7 @@ class Call:
     span_id: str | None
     convention: str
     execution: ToolExecution | None = None
+    rule: str = "model output"  # which rule produced it (show --spans)
 
 
 @dataclass(slots=True)
@@ -192,16 +193,17 @@ class Transcript:
                 continue
             if not ref.call_id and seen_sig[sig] <= self.sig_count[sig]:
                 continue  # a replay without id (ADK strips its synthetic ids from history)
-            new_calls.append(
-                Call(
-                    ref.name,
-                    ref.arguments,
-                    ref.call_id,
-                    exchange.trace_id,
-                    exchange.span_id,
-                    exchange.convention,
-                )
+            call = Call(
+                ref.name,
+                ref.arguments,
+                ref.call_id,
+                exchange.trace_id,
+                exchange.span_id,
+                exchange.convention,
             )
+            if ref.note:
+                call.rule = f"model output ({ref.note})"
+            new_calls.append(call)
         return new_calls
 
     def _known(self, fp: tuple[str, str], seen: dict[tuple[str, str], int]) -> bool:

@@ -135,7 +135,7 @@ def _rebuilt(
     conn: Connection, conversation_id: str, control: ControlCalls, messages: bool, spans: bool
 ) -> dict[str, Any]:
     """``messages`` and/or ``spans`` (which span each call came from) of the stored spans."""
-    from toolscore.collector.views.spans import span_rows
+    from toolscore.collector.views.spans import call_rules, span_rows
 
     rebuilt = _rebuild(conn, conversation_id, control)
     out: dict[str, Any] = {}
@@ -143,6 +143,7 @@ def _rebuilt(
         out["messages"] = None if rebuilt is None else [dict(m) for m in rebuilt[1].messages]
     if spans:
         out["spans"] = None if rebuilt is None else span_rows(*rebuilt)
+        out["call_rules"] = None if rebuilt is None else call_rules(rebuilt[1])
     return out
 
 

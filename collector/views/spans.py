@@ -43,6 +43,19 @@ def span_rows(spans: Sequence[SpanRecord], rec: Reconstruction) -> list[dict[str
     return rows
 
 
+def call_rules(rec: Reconstruction) -> list[dict[str, Any]]:
+    """How each rebuilt call was produced: the rule, and what confirmed or completed it."""
+    return [{"call": c.position + 1, "name": c.name, "rule": c.rule or "-"} for c in rec.tool_calls]
+
+
+def render_rules(rows: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    if not rows:
+        return []
+    table = [[f"#{r['call']}", clip(r["name"], 30), r["rule"]] for r in rows]
+    body = render_table(["CALL", "NAME", "HOW IT WAS REBUILT"], table, max_width=90)
+    return ["", "calls, as rebuilt:"] + ["  " + line for line in body.splitlines()]
+
+
 def render_spans(rows: Sequence[Mapping[str, Any]] | None, pruned: bool) -> list[str]:
     if rows is None:
         if pruned:

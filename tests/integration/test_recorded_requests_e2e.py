@@ -47,11 +47,6 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
-LITELLM = (
-    "LiteLLM's callback makes one trace per model call and exports no session: five "
-    "conversations, each scored on its own calls, not joined by the history each later call "
-    "replays"
-)
 NOT_YET[("beeai-openinference", "user_input")] = (
     "BeeAI: the first user message is the prompt the model saw ('Your task: ...'), not the "
     "agent's input (the agent span's input.value)"
@@ -67,7 +62,6 @@ CREWAI_USER = (
 )
 NOT_YET.update({("crewai-openinference", style): CREWAI for style in STYLES})
 NOT_YET[("crewai-openinference", "user_input")] = CREWAI_USER
-NOT_YET.update({("litellm-otel", style): LITELLM for style in STYLES if style != "conversation_id"})
 
 # recording → what the conversation's warning must say: the rebuild is right but rests on a
 # repair of what the instrumentation recorded, and a user must be able to see that

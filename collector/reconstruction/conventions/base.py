@@ -32,6 +32,7 @@ class ToolCallRef:
     name: str
     arguments: Any  # as found: dict, JSON string, None when content capture was off...
     call_id: str | None = None
+    note: str | None = None  # how it was read, when not as recorded (show --spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class ToolExecution:
     call_id: str | None = None
     result: str | None = None
     failed: bool = False
+    notes: tuple[str, ...] = ()  # what was inferred of it, and how (show --spans)
 
 
 Observation = Exchange | ToolExecution

@@ -85,3 +85,30 @@ def test_the_pydantic_ai_mcp_recording_rebuilds_its_four_calls() -> None:
         recording.expected
     )
     assert (result.warnings, result.unread, result.unrecognised) == ((), (), None)
+
+
+def test_show_spans_says_which_rule_produced_each_call() -> None:
+    from toolscore.collector.views.spans import call_rules, render_rules
+
+    mcp = reconstruct(*records(load_requests("pydantic-ai-mcp").requests))
+    assert all("by call id" in c.rule and "joined" in c.rule for c in mcp.tool_calls)
+    bee = reconstruct(*records(load_requests("beeai-openinference").requests))
+    rules = [c.rule for c in bee.tool_calls]
+    assert "split from a merged entry" in rules[1] and "arguments unwrapped" in rules[0]
+    text = "\n".join(render_rules(call_rules(bee)))
+    assert "HOW IT WAS REBUILT" in text and "#2" in text
+
+
+def test_a_tool_span_that_ran_other_arguments_than_asked_is_said() -> None:
+    root = span("agent run", {}, start=0)
+    chat = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
+                                          "arguments": {"city": "Paris"}}]}])},
+        start=5, parent=root.span_id)  # fmt: skip
+    tool = span("execute_tool get_weather", {"gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "c1",
+                "gen_ai.tool.call.arguments": '{"city": "Lyon"}'}, start=10,
+                parent=root.span_id)  # fmt: skip
+    result = reconstruct([root, chat, tool])
+    assert [c.arguments for c in result.tool_calls] == [{"city": "Paris"}]
+    assert any("ran with" in c and "Lyon" in c for c in result.cautions)

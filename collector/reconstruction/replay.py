@@ -1,0 +1,69 @@
+"""Fingerprints of a conversation's state, for traces that carry no conversation key.
+
+A stateless client (LiteLLM's OTel callback: one trace per model call, no session) sends the
+whole history with every model call. The state after a model call (its input, then its output)
+is a *tail*; a later model call whose input begins with exactly those messages replays that
+conversation and continues it (docs/receiver.md, "Conversations"). Messages are compared by role,
+text and the calls they ask for (name and arguments, not ids); a state counts only when it
+holds a model output (a shared first question alone is no evidence). Pure: the pipeline stores
+and looks up the fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from toolscore.collector.reconstruction.conventions import Exchange, Message, extract_observations
+from toolscore.collector.reconstruction.transcript import Canon
+from toolscore.storage.records import SpanRecord
+
+__all__ = ["ReplayPrints", "replay_prints"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPrints:
+    """A trace's fingerprints: the states its model calls leave (``tails``), and the prefixes of
+    their inputs that may replay an earlier state (``prefixes``, longest first)."""
+
+    tails: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+
+def _text(message: Message, canon: Canon) -> bytes:
+    calls = "|".join(f"{c.name}({canon(c.arguments)})" for c in message.tool_calls)
+    content = " ".join(message.content.split())
+    return f"{message.role}\x1f{content}\x1f{calls}\x1e".encode()
+
+
+def _chain(messages: Sequence[Message], canon: Canon) -> list[str]:
+    """The running fingerprint after each message."""
+    out: list[str] = []
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(_text(message, canon))
+        out.append(digest.copy().hexdigest()[:32])
+    return out
+
+
+def replay_prints(spans: Sequence[SpanRecord]) -> ReplayPrints:
+    """The fingerprints of the model calls in ``spans`` (one trace). Never raises."""
+    try:
+        observations, _ = extract_observations(spans)
+    except Exception:  # a trace it cannot read joins nothing
+        return ReplayPrints()
+    canon = Canon()
+    tails: list[str] = []
+    prefixes: list[tuple[int, str]] = []
+    for exchange in (o for o in observations if isinstance(o, Exchange)):
+        inputs = [m for m in exchange.inputs if m.role != "system"]
+        outputs = [m for m in exchange.outputs if m.content.strip() or m.tool_calls]
+        chain = _chain([*inputs, *outputs], canon)
+        if outputs:
+            tails.append(chain[-1])
+        for length in range(1, len(inputs) + 1):
+            if any(m.role == "assistant" for m in inputs[:length]):
+                prefixes.append((length, chain[length - 1]))
+    prefixes.sort(key=lambda p: -p[0])
+    return ReplayPrints(tuple(dict.fromkeys(tails)), tuple(dict.fromkeys(p for _, p in prefixes)))

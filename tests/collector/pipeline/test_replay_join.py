@@ -1,0 +1,115 @@
+"""Traces with no conversation key join the conversation whose messages their model input
+replays (LiteLLM's OTel callback: one trace per model call, no session).
+
+The LiteLLM recording's five traces, stored one per ingest batch (and all in one batch), make one
+conversation that scores exactly; with the rule off (window 0) they stay five; a trace whose
+input replays a state older than the window starts its own; two conversations that only share
+their first question stay two.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy import Engine, select
+
+from tests.collector.otlp_requests import load_requests, records
+from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
+from toolscore.collector.pipeline.score import score_conversation
+from toolscore.scorer import default_config
+from toolscore.storage.conversations.tables import conversations
+from toolscore.storage.expectations.repository import ExpectationData, import_expectations
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import span_values, store_telemetry
+
+from .test_warning import NOW
+
+S = 10**9
+
+
+def _traces() -> list[list[SpanRecord]]:
+    spans, _ = records(load_requests("litellm-otel").requests)
+    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    return sorted(by_trace.values(), key=lambda t: min(s.start_ns for s in t))
+
+
+def _ingest(engine: Engine, batch: Sequence[SpanRecord], at_ns: int, window_s: float) -> None:
+    with engine.begin() as conn:
+        numbered = store_telemetry(conn, [span_values(s, at_ns, {}) for s in batch], [])
+        config = AssignConfig(replay_window_s=window_s)
+        assign_spans(conn, batch, received_at_ns=at_ns, config=config, numbered=numbered)
+
+
+def _conversations(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return list(conn.execute(select(conversations.c.id).order_by(conversations.c.id)).scalars())
+
+
+@pytest.mark.parametrize("batches", ["one per trace", "all at once"])
+def test_a_stateless_clients_traces_make_one_conversation(engine: Engine, batches: str) -> None:
+    traces = _traces()
+    assert len(traces) == 5
+    if batches == "all at once":
+        _ingest(engine, [s for t in traces for s in t], S, 3600)
+    else:
+        for i, trace in enumerate(traces):
+            _ingest(engine, trace, (i + 1) * S, 3600)
+    assert _conversations(engine) == [traces[0][0].trace_id]
+    recording = load_requests("litellm-otel")
+    with engine.begin() as conn:
+        import_expectations(
+            conn,
+            [
+                ExpectationData(
+                    id="litellm",
+                    reference_tool_calls=recording.expected,
+                    match={"user_input": recording.user_input},
+                )
+            ],
+            now=NOW,
+        )
+    outcome = score_conversation(engine, traces[0][0].trace_id, default_config(), now=NOW)
+    assert outcome is not None and outcome.status == "scored" and outcome.warning is None
+    assert dict(outcome.scores) == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+
+
+def test_the_rule_is_off_with_a_window_of_zero(engine: Engine) -> None:
+    for i, trace in enumerate(_traces()):
+        _ingest(engine, trace, (i + 1) * S, 0)
+    assert len(_conversations(engine)) == 5
+
+
+def test_a_state_older_than_the_window_is_not_joined(engine: Engine) -> None:
+    traces = _traces()
+    _ingest(engine, traces[0], S, 60)
+    _ingest(engine, traces[1], 200 * S, 60)  # 199 s later: beyond the 60 s window
+    assert len(_conversations(engine)) == 2
+
+
+def test_conversations_sharing_only_their_first_question_stay_apart(engine: Engine) -> None:
+    """Two users asking the same question, answered differently: the question alone is no
+    evidence; a second model call of each joins its own conversation."""
+    question = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+
+    def call(trace: str, inputs: list[object], answer: str, start: int) -> SpanRecord:
+        out = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        return SpanRecord(trace_id=trace, span_id=f"{start:016x}", parent_span_id=None,
+                          name="litellm_request", kind=1, start_ns=start, end_ns=start + 1,
+                          attributes={"gen_ai.operation.name": "chat",
+                                      "gen_ai.input.messages": json.dumps(inputs),
+                                      "gen_ai.output.messages": json.dumps(out)})  # fmt: skip
+
+    def said(text: str) -> dict[str, object]:
+        return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
+
+    follow = {"role": "user", "parts": [{"type": "text", "content": "And tomorrow?"}]}
+    _ingest(engine, [call("a" * 32, [question], "Sunny.", 1)], S, 3600)
+    _ingest(engine, [call("b" * 32, [question], "Rainy.", 2)], 2 * S, 3600)
+    _ingest(engine, [call("c" * 32, [question, said("Rainy."), follow], "Dry.", 3)], 3 * S, 3600)
+    _ingest(engine, [call("d" * 32, [question, said("Sunny."), follow], "Wet.", 4)], 4 * S, 3600)
+    assert _conversations(engine) == ["a" * 32, "b" * 32]
