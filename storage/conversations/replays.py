@@ -3,7 +3,7 @@
 ``replay_tails``: one row per (fingerprint of a conversation's state after a model call,
 conversation) with when it was recorded (collector/reconstruction/replay.py says what a
 fingerprint is; collector/pipeline/assign.py decides). Rows older than the replay window are
-deleted as new ones are recorded, so the table holds one window's worth. Migration ``0019``.
+deleted as new ones are recorded, so the table holds one window's worth. Migration ``0020``.
 """
 
 from __future__ import annotations

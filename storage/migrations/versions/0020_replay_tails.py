@@ -1,7 +1,7 @@
 """replay_tails: the states keyless conversations were left in, to join the traces replaying them
 
-Revision ID: 0019
-Revises: 0018
+Revision ID: 0020
+Revises: 0019
 
 A stateless client (one trace per model call, no session) sends the whole history with every
 model call; a trace whose model input replays the state an earlier conversation was left in
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0018"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
