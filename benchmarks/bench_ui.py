@@ -216,6 +216,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--postgres", help="a PostgreSQL server URL (a database is created)")
     parser.add_argument(
+        "--postgres-db", help="an already filled PostgreSQL database to measure (not filled)"
+    )
+    parser.add_argument(
         "--sqlite-file",
         type=Path,
         help="keep the SQLite database here; reused (migrated, not filled again) when it exists",
@@ -223,13 +226,18 @@ def main() -> None:
     args = parser.parse_args()
     targets: list[tuple[str, str]] = []
     tmp = tempfile.TemporaryDirectory()
-    targets.append(("SQLite", f"sqlite:///{args.sqlite_file or Path(tmp.name) / 'ui.db'}"))
+    if not args.postgres_db or args.sqlite_file:
+        targets.append(("SQLite", f"sqlite:///{args.sqlite_file or Path(tmp.name) / 'ui.db'}"))
     if args.postgres:
         targets.append(("PostgreSQL", _fresh_postgres(args.postgres)))
+    if args.postgres_db:
+        targets.append(("PostgreSQL", args.postgres_db))
     for label, url in targets:
-        if label == "SQLite" and args.sqlite_file and args.sqlite_file.exists():
+        if url == args.postgres_db or (
+            label == "SQLite" and args.sqlite_file and args.sqlite_file.exists()
+        ):
             migrate.upgrade(url)
-            print(f"{label}: reusing {args.sqlite_file}", flush=True)
+            print(f"{label}: reusing the database", flush=True)
         else:
             seconds = fill(url, args.conversations)
             print(f"{label}: {args.conversations:,} conversations written in {seconds:.0f} s")

@@ -25,6 +25,7 @@ from toolscore.storage.database import Engine
 
 PAGE_SIZE = 50
 REPORT_DAYS = 14
+CHARTS = 12  # overview charts: the series with the lowest pass rates
 STATUSES = ("open", "scored", "unmatched", "error")
 
 
@@ -107,17 +108,20 @@ def overview(engine: Engine, figures: dict[str, Any], live: LiveStatus | None) -
         waiting = backlog(conn, _now())
     today = figures["until"].isoformat()
     series = [
-        {
-            "series": s,
-            "today": next((p for p in s.points if p.day == today), None),
-            "chart": Markup(chart_svg(s, figures["since"], figures["until"])),
-        }
+        {"series": s, "today": next((p for p in s.points if p.day == today), None)}
         for s in figures["series"]
+    ]
+    # Charts for the series that most need a look (the table lists every series).
+    worst_first = sorted(figures["series"], key=lambda s: (s.pass_rate is None, s.pass_rate or 0))
+    charts = [
+        (s, Markup(chart_svg(s, figures["since"], figures["until"]))) for s in worst_first[:CHARTS]
     ]
     return {
         **figures,
         "title": "Overview",
         "series": series,
+        "charts": charts,
+        "charted_all": len(charts) == len(series),
         "backlog": waiting,
         "ingest_rate": live.spans_per_second() if live else None,
         "live": live is not None,

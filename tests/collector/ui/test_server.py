@@ -4,6 +4,7 @@ hostile content rendered as text, the bearer token, and cross-site request prote
 from __future__ import annotations
 
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -40,6 +41,17 @@ def post(url: str, form: dict[str, str], headers: dict[str, str] | None = None) 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any) -> None:
         return None
+
+
+def eventually(url: str, wanted: str, within_s: float = 10.0) -> str:
+    """The page once it shows ``wanted``: the period figures follow the scores within moments
+    (the pipeline signals the UI after its commit)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        _, html, _ = get(url)
+        if wanted in html or time.monotonic() > deadline:
+            return html
+        time.sleep(0.2)
 
 
 def csrf(page: str) -> str:
@@ -172,7 +184,7 @@ def test_unknown_conversation_is_404(scored: Running) -> None:
 def test_the_expectations_page_shows_rules_and_how_many_conversations_matched(
     scored: Running,
 ) -> None:
-    _, html, _ = get(scored.url + "/expectations")
+    html = eventually(scored.url + "/expectations", ">4</a>")
     assert 'href="/expectation?id=forecast"' in html
     assert ">4</a>" in html  # four conversations matched it
     status, one, _ = get(scored.url + "/expectation?id=forecast")
@@ -180,7 +192,7 @@ def test_the_expectations_page_shows_rules_and_how_many_conversations_matched(
 
 
 def test_the_overview_shows_scores_coverage_and_health(scored: Running) -> None:
-    _, html, _ = get(scored.url + "/")
+    html = eventually(scored.url + "/", 'href="/expectation?id=forecast"')
     assert "Coverage of live traffic" in html and "Scoring backlog" in html
     assert 'href="/expectation?id=forecast"' in html
     assert "<svg" in html
