@@ -200,6 +200,44 @@ def big_run(server: Server, transport: str, clients: int, mib: int, first: int) 
     return burst_run(server, transport, bodies, SPANS_PER_REQUEST)
 
 
+def kept_spans(trace: int, spans: int, value_bytes: int) -> bytes:
+    """One request of ``spans`` spans, each with a message attribute of ``value_bytes`` (under
+    ``--max-attribute-bytes``: kept whole, decoded, stored and scored)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    req = ExportTraceServiceRequest()
+    scope = req.resource_spans.add().scope_spans.add()
+    value = AnyValue(string_value="y" * value_bytes)
+    for i in range(spans):
+        scope.spans.append(
+            Span(
+                trace_id=trace.to_bytes(16, "big"),
+                span_id=(i + 1).to_bytes(8, "big"),
+                name="kept",
+                start_time_unix_nano=1,
+                end_time_unix_nano=2,
+                attributes=[KeyValue(key="gen_ai.input.messages", value=value)],
+            )
+        )
+    return bytes(req.SerializeToString())
+
+
+def kept(clients: int, spans: int) -> list[BurstRun]:
+    """``clients`` requests of ``spans`` spans of 62,000-byte messages (900: ~56 MB each)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp) / "kept.db", None, None)
+        try:
+            return [
+                burst_run(
+                    server, t, [kept_spans(first + i, spans, 62_000) for i in range(clients)], spans
+                )
+                for t, first in (("http", 3_000), ("grpc", 4_000))
+            ]
+        finally:
+            server.stop()
+
+
 def tiny(clients: int, spans: int) -> list[BurstRun]:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp) / "tiny.db", None, None)
@@ -294,8 +332,12 @@ def run_scenario(name: str, clients: int, spans: int) -> None:
               f"HTTP {r['http_served']:.0%}, gRPC {r['grpc_served']:.0%}, 200 exports in "
               f"{r['seconds']:.2f} s")  # fmt: skip
         return
-    runs = big(clients, spans) if name == "big" else tiny(clients, spans)
-    what = f"MiB requests of {SPANS_PER_REQUEST} spans" if name == "big" else "tiny spans"
+    runs = {"big": big, "kept": kept, "tiny": tiny}[name](clients, spans)
+    what = {
+        "big": f"MiB requests of {SPANS_PER_REQUEST} spans",
+        "kept": "spans of 62,000-byte messages (kept whole)",
+        "tiny": "tiny spans",
+    }[name]
     for run in runs:
         print(
             f"{run.transport:4} {run.clients} x {spans:,} {what}: RSS "

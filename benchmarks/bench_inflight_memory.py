@@ -27,6 +27,10 @@ served, and how long they take.
     .venv/bin/python benchmarks/bench_inflight_memory.py --scenario tiny --clients 3
     .venv/bin/python benchmarks/bench_inflight_memory.py --scenario big --clients 16 --spans 54
 
+``--scenario kept``: ``--clients`` requests of ``--spans`` spans each carrying a 62,000-byte
+message (under ``--max-attribute-bytes``, so kept whole: decoded, stored and, with ``--scoring``,
+scored). ``--scenario kept --clients 16 --spans 900 --scoring``: sixteen ~56 MB requests.
+
 ``--scenario big``: the same with ``--clients`` requests of ``--spans`` MiB of big attribute
 values each (54 MiB: 57 MB).
 """
@@ -97,14 +101,20 @@ def request_bytes(trace: int, mib: int) -> bytes:
 class Server:
     """``toolscore serve`` in a child process, on free ports."""
 
+    #: ``--scoring``: serve as it is by default, scoring in child processes (part of the tree
+    #: whose memory is measured), instead of ``--no-scoring``.
+    scoring = False
+
     def __init__(self, db: Path, cap: int | None, max_request_mib: int | None) -> None:
         self.db = db
         limits = [] if cap is None else ["--max-concurrent-requests", str(cap)]
+        if not self.scoring:
+            limits.append("--no-scoring")
         if max_request_mib is not None:
             limits += ["--max-request-bytes", str(max_request_mib * MIB)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "toolscore", "serve", "--db", f"sqlite:///{db}",
-             "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--no-scoring",
+             "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0",
              *limits, "--retry-after", "1"],
             stderr=subprocess.PIPE, text=True, cwd=db.parent,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -253,7 +263,7 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--scenario", choices=("bodies", "tiny", "big", "slowloris"), default="bodies"
+        "--scenario", choices=("bodies", "tiny", "big", "kept", "slowloris"), default="bodies"
     )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--mib", type=int, default=8, help="size of each request")
@@ -262,7 +272,11 @@ def main() -> None:
     )
     parser.add_argument("--cap", type=int, default=1, help="--max-concurrent-requests measured")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--scoring", action="store_true", help="serve with scoring on (its default), not off"
+    )
     args = parser.parse_args()
+    Server.scoring = args.scoring
     if args.scenario != "bodies":
         sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
         from benchmarks.bench_hostile_clients import run_scenario

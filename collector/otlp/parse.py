@@ -40,7 +40,7 @@ def parse_logs_protobuf(data: bytes) -> ExportLogsServiceRequest:
     return request
 
 
-def parse_traces_json(data: bytes) -> ExportTraceServiceRequest:
+def parse_traces_json(data: bytes | bytearray) -> ExportTraceServiceRequest:
     """OTLP/JSON: hex ids (not base64), camelCase or snake_case keys, unknown fields ignored."""
     obj = _load_json(data)
     for rs in _items(obj, "resourceSpans", "resource_spans"):
@@ -53,7 +53,7 @@ def parse_traces_json(data: bytes) -> ExportTraceServiceRequest:
     return _parse_dict(obj, ExportTraceServiceRequest())
 
 
-def parse_logs_json(data: bytes) -> ExportLogsServiceRequest:
+def parse_logs_json(data: bytes | bytearray) -> ExportLogsServiceRequest:
     obj = _load_json(data)
     for rl in _items(obj, "resourceLogs", "resource_logs"):
         for sl in _items(rl, "scopeLogs", "scope_logs"):
@@ -62,7 +62,7 @@ def parse_logs_json(data: bytes) -> ExportLogsServiceRequest:
     return _parse_dict(obj, ExportLogsServiceRequest())
 
 
-def _load_json(data: bytes) -> dict[str, Any]:
+def _load_json(data: bytes | bytearray) -> dict[str, Any]:
     try:
         obj = json.loads(data)
     except RecursionError as exc:

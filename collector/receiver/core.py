@@ -121,7 +121,7 @@ class OtlpCore:
     async def export(
         self,
         signal: Signal,
-        body: bytes,
+        body: bytes | bytearray,
         fmt: Format,
         transport: str,
         reservation: Reservation,
@@ -165,7 +165,7 @@ class OtlpCore:
         return outcome.response(signal)
 
     async def _parsed_json(
-        self, signal: Signal, body: bytes, reservation: Reservation
+        self, signal: Signal, body: bytes | bytearray, reservation: Reservation
     ) -> Iterator[Request]:
         """OTLP/JSON, parsed whole (its estimated cost reserved first), in chunks."""
         loop = asyncio.get_running_loop()
@@ -218,7 +218,9 @@ class OtlpCore:
             self._metrics.rejected.labels(signal, transport).inc(rejected)
 
 
-def _parse(parse: Callable[[bytes], Request], body: bytes) -> tuple[Request, int]:
+def _parse(
+    parse: Callable[[bytes | bytearray], Request], body: bytes | bytearray
+) -> tuple[Request, int]:
     """In a decoder thread: the parsed request and its number of items."""
     request = parse(body)
     return request, item_count(request)
@@ -230,7 +232,7 @@ def first_allowance(wire_bytes: int) -> int:
     return wire.chunk_cost(min(wire_bytes // 2, CHUNK_ITEMS), min(wire_bytes, CHUNK_BYTES))
 
 
-def _json_cost(body: bytes) -> int:
+def _json_cost(body: bytes | bytearray) -> int:
     """In a decoder thread: what parsing an OTLP/JSON body may cost (limits.py)."""
     return (
         len(body) * JSON_BYTES_FACTOR

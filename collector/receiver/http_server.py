@@ -141,7 +141,7 @@ class HttpReceiver:
     async def _export(self, request: web.Request, signal: Signal) -> web.StreamResponse:
         media = request.content_type.lower()  # parameters such as charset are dropped by aiohttp
         is_json = media == JSON
-        body = b""
+        body = bytearray()
         try:
             if self._closing:
                 raise ShuttingDown("server is shutting down", self._retry_after_s)
@@ -165,12 +165,14 @@ class HttpReceiver:
             log.debug("HTTP export: the client hung up before its body had arrived")
             return web.Response(status=400)  # never delivered: nobody is listening
         except Exception as exc:
-            body = b""  # the traceback keeps this frame until the cyclic GC: not the body
+            body = bytearray()  # the traceback keeps this frame until the cyclic GC: not the body
             return self._error(exc, is_json)
 
-    async def _read_body(self, request: web.Request, reservation: Reservation) -> bytes:
+    async def _read_body(self, request: web.Request, reservation: Reservation) -> bytearray:
         """The decompressed body, each byte reserved in the budget as it arrives; raises
-        BodyTooSlow when it comes slower than the minimum rate (after the grace)."""
+        BodyTooSlow when it comes slower than the minimum rate (after the grace). The buffer it
+        was read into, not a copy: a copy doubled a body's memory for a moment, beyond what the
+        budget holds for it (concurrent big bodies finishing together went past the bound)."""
         inflate = inflater(request.headers.get("Content-Encoding", "identity"), self._limit)
         if request.content_length is not None and request.content_length > self._limit:
             raise RequestTooLarge(too_large(self._limit))
@@ -208,7 +210,7 @@ class HttpReceiver:
         except BaseException:
             out.clear()  # see _export: a traceback must not keep what was read
             raise
-        return bytes(out)
+        return out
 
     def _error(self, exc: Exception, is_json: bool) -> web.Response:
         status = status_for(exc)

@@ -53,7 +53,9 @@ def chunk_cost(items: int, wire_bytes: int) -> int:
     return items * ITEM_COST + wire_bytes * (PARSE_BYTES_FACTOR + DECODE_BYTES_FACTOR)
 
 
-def split(body: bytes, logs: bool, max_items: int, max_bytes: int, limit: int) -> Iterator[Chunk]:
+def split(
+    body: bytes | bytearray, logs: bool, max_items: int, max_bytes: int, limit: int
+) -> Iterator[Chunk]:
     """Chunks of ``body`` (an ExportTraceServiceRequest, or ExportLogsServiceRequest when
     ``logs``) in order; resources and scopes without items are dropped (they decode to nothing).
     Raises DecodeError when the framing is not valid protobuf. ``limit``: stop counting a big
