@@ -47,14 +47,20 @@ TABLES = (
 
 class _Server:
     def __init__(
-        self, db_url: str, settle: float, scoring: bool, processes: int | None = None
+        self,
+        db_url: str,
+        settle: float,
+        scoring: bool,
+        processes: int | None = None,
+        grpc: bool = False,
     ) -> None:
         from toolscore.collector.app import App
         from toolscore.collector.pipeline.extension import pipeline_extension
         from toolscore.collector.pipeline.options import PipelineOptions
         from toolscore.collector.settings import Listen, Settings
 
-        settings = Settings(db_url=db_url, grpc=None, http=Listen("127.0.0.1", 0))
+        grpc_listen = Listen("127.0.0.1", 0) if grpc else None
+        settings = Settings(db_url=db_url, grpc=grpc_listen, http=Listen("127.0.0.1", 0))
         options = PipelineOptions(
             enabled=scoring, settle_s=settle, separate_process=True, scoring_processes=processes
         )
