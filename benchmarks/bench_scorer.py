@@ -154,17 +154,21 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
 
     from toolscore.collector.offline.engine import run
     from toolscore.collector.offline.job import Job
-    from toolscore.scorer import bulk, bulk_metrics
+    from toolscore.scorer import default_config
+    from toolscore.scorer.parse import read_calls
+    from toolscore.scorer.rows import score_row
     from toolscore.storage.plumbing.jsoncodec import LineCodec
 
     lines = data.splitlines(keepends=True)
-    plan, codec, clock = bulk.DEFAULT_PLAN, LineCodec(), time.perf_counter_ns
+    config, codec, clock = default_config(), LineCodec(), time.perf_counter_ns
+    accuracy = config.instances["tool_call_accuracy"].metric
+    f1 = config.instances["tool_call_f1"].metric
     labels = [
         "decode: orjson.loads",
-        "validate + collect calls (bulk._predicted)",
-        "ToolCallAccuracy + explanation (bulk_metrics.accuracy)",
-        "ToolCallF1 + explanation (bulk_metrics.f1)",
-        "whole row (bulk.fast_row: the 3 above + row dicts)",
+        "read the sample (parse.read_calls)",
+        "ToolCallAccuracy + explanation (evaluate)",
+        "ToolCallF1 + explanation (evaluate)",
+        "whole row (rows.score_row: the 3 above + row dicts)",
         "encode: orjson.dumps + newline",
         "long-number test (one per 64 KiB chunk)",
         "all: run(), bytes in memory to bytes in memory",
@@ -179,13 +183,13 @@ def breakdown(data: bytes, runs: int) -> list[tuple[str, float]]:
             t0 = clock()
             obj = orjson.loads(line)
             t1 = clock()
-            predicted = bulk._predicted(obj["user_input"])
+            _, predicted, reference = read_calls(obj)
             t2 = clock()
-            bulk_metrics.accuracy(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
+            accuracy.evaluate(predicted, reference)  # type: ignore[arg-type]
             t3 = clock()
-            bulk_metrics.f1(predicted, obj["reference_tool_calls"])  # type: ignore[arg-type]
+            f1.evaluate(predicted, reference)  # type: ignore[arg-type]
             t4 = clock()
-            row = bulk.fast_row(plan, obj)
+            row = score_row(config, obj, where="line 1")[0]
             t5 = clock()
             orjson.dumps(row) + b"\n"
             t6 = clock()

@@ -8,9 +8,10 @@ layout, built as ``scripts/check.py`` does) put first on ``PYTHONPATH``, so both
 virtualenv, and this script's tree is measured even when the editable install points elsewhere.
 Same samples as ``bench_scorer.py``. Each run times, for both trees in turn (runs interleaved,
 so a change of load on a shared machine falls on both alike): ``toolscore score`` end to end
-(``--jobs 1``, with and without explanations) and the in-process core (``MetricInstance.value``
-and ``MetricInstance.score`` of the default accuracy, and ``bulk.fast_row`` on decoded lines).
-Prints medians and the ratio this / other (below 1 is faster).
+(``--jobs 1``, with and without explanations), its start-up on a 10-sample file (wall and CPU,
+``--startup-runs`` runs per round), and the in-process core (``MetricInstance.value`` and
+``MetricInstance.score`` of the default accuracy, and the command's loop ``Job.score_lines``,
+raw lines to output bytes). Prints medians and the ratio this / other (below 1 is faster).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from check import link_tree  # noqa: E402
 _CORE = """
 import gc, json, sys, time, orjson
 from toolscore.scorer import default_config, parse_sample
-from toolscore.scorer import bulk
+from toolscore.collector.offline.job import Job
 lines = open(sys.argv[1], 'rb').read().splitlines()
 samples = [orjson.loads(line) for line in lines]
 parsed = [parse_sample(s) for s in samples]
@@ -48,8 +49,8 @@ clock('core value', lambda: [accuracy.value(s.predicted_tool_calls, s.reference_
                              for s in parsed])
 clock('core score', lambda: [accuracy.score(s.predicted_tool_calls, s.reference_tool_calls)
                              for s in parsed])
-plan = bulk.DEFAULT_PLAN
-clock('bulk.fast_row', lambda: [bulk.fast_row(plan, orjson.loads(line)) for line in lines])
+raw = [line + b"\\n" for line in lines]
+clock('Job.score_lines', lambda: Job(None, True).score_lines(1, raw, False))
 print(json.dumps(out))
 """
 
@@ -75,6 +76,7 @@ def main() -> int:
     parser.add_argument("other", type=Path, help="the other source tree (previous version)")
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--startup-runs", type=int, default=20)
     args = parser.parse_args()
     this, other = link_tree(ROOT).parent, link_tree(args.other.resolve()).parent
     base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -92,13 +94,34 @@ def main() -> int:
                     got = run_cli({"v": ["--jobs", "1", *flags, str(path)]}, 1, env)["v"]
                     cli.setdefault(f"toolscore {variant} [{tree}]", []).append(got[0][1])
         times = {**core_times(path, envs, args.runs), **cli}
+        small = Path(tmp) / "ten.jsonl"
+        small.write_text("".join(json.dumps(s) + "\n" for s in make_samples(10)))
+        startup = startup_times(small, envs, args.startup_runs)
     print(f"{args.samples:,} samples, median CPU seconds of {args.runs} runs; this / other")
-    labels = sorted({k.rsplit(" [", 1)[0] for k in times})
-    for label in labels:
+    _print(times)
+    print(f"toolscore score on 10 samples (start-up), medians of {args.startup_runs} runs, seconds")
+    _print(startup)
+    return 0
+
+
+def startup_times(path: Path, envs: dict[str, dict[str, str]], runs: int) -> dict[str, list[float]]:
+    """``toolscore score --jobs 1`` on a small file: wall and CPU seconds, runs interleaved."""
+    seen: dict[str, list[float]] = {}
+    for env in envs.values():  # writes the bytecode cache, untimed
+        run_cli({"v": ["--jobs", "1", str(path)]}, 1, env)
+    for _ in range(runs):
+        for tree, env in envs.items():
+            (wall, cpu), _, _ = run_cli({"v": ["--jobs", "1", str(path)]}, 1, env)["v"]
+            seen.setdefault(f"start-up, wall [{tree}]", []).append(wall)
+            seen.setdefault(f"start-up, CPU [{tree}]", []).append(cpu)
+    return seen
+
+
+def _print(times: dict[str, list[float]]) -> None:
+    for label in sorted({k.rsplit(" [", 1)[0] for k in times}):
         mine = statistics.median(times[f"{label} [this]"])
         theirs = statistics.median(times[f"{label} [other]"])
         print(f"  {label:28} this {mine:7.3f}  other {theirs:7.3f}  ratio {mine / theirs:5.3f}")
-    return 0
 
 
 if __name__ == "__main__":

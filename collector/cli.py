@@ -8,13 +8,10 @@ dependencies (grpc, sqlalchemy, ...) inside the handler so that ``toolscore scor
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 # Order is the order shown in ``toolscore --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -37,8 +34,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     Building one command's parser spares ``toolscore score`` the import cost of the others.
     """
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="toolscore",
         description="Score how well AI agents use their tools, from their OpenTelemetry traces.",
@@ -72,30 +67,14 @@ def _module_named_like(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _quick_args(module_name: str | None, argv: Sequence[str]) -> argparse.Namespace | None:
-    """The command's own parse of its plain forms (``quick_args``), if it has one: building
-    the argparse parser costs ~4 ms, a tenth of ``toolscore score``'s start-up."""
-    if module_name is None:
-        return None
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError:
-        return None
-    quick = getattr(module, "quick_args", None)
-    return None if quick is None else quick(list(argv[1:]))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    module_name = _module_named_like(argv)
-    args = _quick_args(module_name, argv)
-    if args is None:
-        parser = build_parser(only=module_name)
-        args = parser.parse_args(argv)
-        if getattr(args, "handler", None) is None:
-            parser.print_help(sys.stderr)
-            return 2
+    parser = build_parser(only=_module_named_like(argv))
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
     return run(args.handler, args, _command_name(args, argv))
 
 

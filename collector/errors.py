@@ -99,7 +99,9 @@ class ErrorStatus:
 
 def status_for(exc: BaseException) -> ErrorStatus:
     """How to answer ``exc`` over gRPC and over HTTP."""
-    import grpc
+    import grpc  # here, as the decoder below: commands import this module, not protobuf
+
+    from toolscore.collector.otlp.decode import DecodeError
 
     # imported here: the commands import this module, and decoding pulls in protobuf
     from toolscore.collector.otlp.decode import DecodeError

@@ -22,6 +22,7 @@ from toolscore.scorer.explain import (
     coverage_reason,
     empty_reason,
     groups_flattened_reason,
+    identical_explanation,
     pair_reason,
     unexpected_reason,
     unmatched_reason,
@@ -33,6 +34,7 @@ from toolscore.scorer.pairing import (
     covering,
     grouped,
     in_order,
+    in_order_reason,
     optimal,
     sort_key,
     sorted_indices,
@@ -50,8 +52,8 @@ LENGTH_POLICIES = ("zero", "prefix")
 
 def is_flat(reference: Reference) -> bool:
     """True when the reference has no groups (every item is a call)."""
-    for item in reference:  # noqa: SIM110 (a plain loop: no generator on the hot path)
-        if not isinstance(item, ToolCall):
+    for item in reference:
+        if type(item) is not ToolCall and not isinstance(item, ToolCall):
             return False
     return True
 
@@ -81,6 +83,8 @@ def flatten(reference: Reference) -> tuple[list[ToolCall], list[list[int]], bool
 
 def ragas_accuracy(pred: Sequence[ToolCall], ref: Sequence[ToolCall], strict: bool) -> float:
     """The default metric's value alone: Ragas's algorithm with the exact comparator."""
+    if pred is ref:  # the very calls expected (see parse.read_calls)
+        return 1.0
     if not pred:
         return 1.0 if not ref else 0.0
     if not ref or len(pred) != len(ref):
@@ -151,6 +155,8 @@ class ToolCallAccuracy:
         n_p, n_r = len(predicted), len(ref)
         strict = self.order == "strict"  # else flexible: paired in name order
         r_order: Sequence[int] = range(n_r) if strict else sorted_indices(ref)
+        if predicted is ref:  # the very calls expected (see parse.read_calls)
+            return 1.0, identical_explanation(ref, r_order)
         p_order: Sequence[int] = range(n_p) if strict else sorted_indices(predicted)
         score = 0.0
         share = 1.0 / n_r
@@ -163,7 +169,7 @@ class ToolCallAccuracy:
             if expected.name != got.name:
                 aligned = False
                 continue
-            # exact_arg_score_detailed, inlined: this loop is the bulk of `toolscore score`.
+            # exact_arg_score_detailed, inlined: this loop is most of `toolscore score`'s work.
             g_args, e_args = got.args, expected.args
             per_arg: dict[str, float] = {}
             if e_args:
@@ -189,7 +195,7 @@ class ToolCallAccuracy:
             score /= n_r
         else:
             score = 0.0
-            reasons.insert(0, self._pair(predicted, ref, (), None).reason or NOT_ALIGNED)
+            reasons.insert(0, self._gate_reason(predicted, ref))
         details: dict[str, Any] = {"predicted_count": n_p, "expected_count": n_r}
         details["aligned"] = aligned
         if len(pairs) != n_r or len(pairs) != n_p:
@@ -202,6 +208,11 @@ class ToolCallAccuracy:
             losses=losses,
         )
         return min(1.0, max(0.0, score)), details
+
+    def _gate_reason(self, predicted: Sequence[ToolCall], ref: Sequence[ToolCall]) -> str:
+        if self.order == "strict":  # (in_order's reason, without building its pairs)
+            return in_order_reason(predicted, ref, False) or NOT_ALIGNED
+        return self._pair(predicted, ref, (), None).reason or NOT_ALIGNED
 
     def _evaluate_general(
         self, predicted: Sequence[ToolCall], reference: Reference

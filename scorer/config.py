@@ -106,7 +106,7 @@ class MetricInstance:
         return self.metric.value(predicted, reference)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference | None) -> float | None:
-        """The score alone (no explanation): the fast path for bulk scoring."""
+        """The score alone (no explanation), for callers that only need the value."""
         if reference is None:
             return None
         try:

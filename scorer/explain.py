@@ -1,18 +1,15 @@
 """The one source of explanation sentences: every scoring path words its reasons here.
 
-The functions take a call as its name and argument mapping, so the general path
-(:class:`~toolscore.scorer.model.ToolCall` objects) and the bulk fast path (decoded JSON dicts)
-produce the same text from the same function.
+The functions take a call as its name and argument mapping, so that explanations of calls that
+were never parsed into :class:`~toolscore.scorer.model.ToolCall` objects read the same.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:  # annotations only: the bulk path imports this module without dataclasses
-    from collections.abc import Iterable, Mapping, Sequence
-    from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-    from toolscore.scorer.model import ToolCall
+from toolscore.scorer.model import ToolCall
 
 MAX_VALUE = 80
 
@@ -46,6 +43,34 @@ def names_text(names: Iterable[str]) -> str:
 
 def format_names(calls: Iterable[ToolCall]) -> str:
     return names_text([c.name for c in calls])
+
+
+def identical_explanation(calls: Sequence[ToolCall], order: Sequence[int]) -> dict[str, Any]:
+    """ToolCallAccuracy's explanation (exact comparator) of ``calls`` against themselves, paired
+    in ``order``: every argument matches."""
+    n = len(calls)
+    pairs = []
+    for i in order:
+        call = calls[i]
+        pairs.append(
+            {
+                "expected": i,
+                "predicted": i,
+                "name": call.name,
+                "score": 1.0,
+                "args": dict.fromkeys(call.args, 1.0),
+            }
+        )
+    return {
+        "predicted_count": n,
+        "expected_count": n,
+        "aligned": True,
+        "pairs": pairs,
+        "unmatched_expected": [],
+        "unmatched_predicted": [],
+        "reasons": [],
+        "losses": [],
+    }
 
 
 # -- ToolCallAccuracy: one paired call ----------------------------------------------------------

@@ -31,19 +31,34 @@ def make_hashable(obj: Any, depth: int = 1) -> Any:
 
 
 def _key(call: ToolCall) -> tuple[str, Any]:
-    args = call.args
+    return (call.name, make_hashable(call.args))
+
+
+def _keys(calls: Sequence[ToolCall]) -> list[tuple[str, Any]]:
+    """Ragas's keys ``(name, _make_hashable(args))`` of ``calls``."""
     try:
         # Equal to make_hashable(args) whenever every value is already hashable (flat args).
-        return (call.name, frozenset(args.items()))
+        return [(c.name, frozenset(c.args.items())) for c in calls]
     except TypeError:
-        return (call.name, make_hashable(args))
+        return [_key(c) for c in calls]
+
+
+#: :func:`_f1` of the counts seen so far (a pure function of three small integers).
+_RATIOS: dict[tuple[int, int, int], tuple[float, float, float]] = {}
 
 
 def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall and the rounded F1 of these counts."""
+    found = _RATIOS.get((tp, fp, fn))
+    if found is not None:
+        return found
     precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
     recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
     f1 = 2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0
-    return precision, recall, round(f1, 4)
+    found = (precision, recall, round(f1, 4))
+    if len(_RATIOS) < 4096:
+        _RATIOS[(tp, fp, fn)] = found
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +66,10 @@ class ToolCallF1:
     type: ClassVar[str] = "tool_call_f1"
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
-        expected = {_key(c) for c in flat_calls(reference)}
-        actual = {_key(c) for c in predicted}
+        if predicted is reference and predicted:  # the very calls expected (parse.read_calls)
+            return 1.0
+        expected = set(_keys(flat_calls(reference)))
+        actual = set(_keys(predicted))
         tp = len(actual & expected)
         return _f1(tp, len(actual) - tp, len(expected) - tp)[2]
 
@@ -60,12 +77,26 @@ class ToolCallF1:
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
         ref = flat_calls(reference)
-        ref_keys = [_key(c) for c in ref]
-        pred_keys = [_key(c) for c in predicted]
-        expected, actual = set(ref_keys), set(pred_keys)
-        tp = len(actual & expected)
+        ref_keys = _keys(ref)
+        expected = set(ref_keys)
+        if predicted is ref:  # the very calls expected (see parse.read_calls)
+            pred_keys, actual, tp = ref_keys, expected, len(expected)
+        else:
+            pred_keys = _keys(predicted)
+            actual = set(pred_keys)
+            tp = len(actual & expected)
         fp, fn = len(actual) - tp, len(expected) - tp
         precision, recall, f1 = _f1(tp, fp, fn)
+        if not fp and not fn and tp:  # every distinct call expected was made, and no other
+            return f1, {
+                "true_positives": tp,
+                "false_positives": 0,
+                "false_negatives": 0,
+                "precision": precision,
+                "recall": recall,
+                "reasons": [],
+                "losses": [],
+            }
         reasons = []
         missing = _distinct_outside(ref, ref_keys, actual) if fn else []
         reasons += [not_called_reason(c.name, c.args) for c in missing]

@@ -1,7 +1,6 @@
 """Loss labels: where a score's lost points went, per call and argument (``details.losses``).
 
-Every scoring path builds its labels with these functions, so the general path and the bulk
-fast path give the same labels, byte for byte. A label is a dict::
+Every order mode builds its labels with these functions. A label is a dict::
 
     {"kind": "wrong_argument", "tool": "search", "argument": "limit",
      "expected": 0, "predicted": 0, "points": 0.1667}
@@ -26,12 +25,10 @@ partner that the order mode does not allow. F1: each missing or extra distinct c
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:  # the bulk path imports this module
-    from collections.abc import Iterable, Mapping, Sequence
-    from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
 
-    Label = dict[str, Any]
+Label: TypeAlias = dict[str, Any]
 
 KINDS = ("missing", "extra", "wrong_argument", "order", "group")
 

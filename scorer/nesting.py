@@ -52,7 +52,7 @@ def depth_exceeds(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
 def has_containers(args: Any) -> bool:
     """Cheap test before :func:`depth_exceeds`: flat arguments (the usual case) cannot be deep."""
     for v in args.values():  # noqa: SIM110 (a plain loop: no generator on the parse path)
-        if type(v) in _CONTAINER_TYPES:
+        if type(v) in CONTAINER_TYPES:
             return True
     return False
 
@@ -67,4 +67,4 @@ def check_calls(calls: Iterable[Any], what: str) -> None:
 
 
 _CONTAINERS = (dict, list, tuple)
-_CONTAINER_TYPES = frozenset(_CONTAINERS)
+CONTAINER_TYPES = frozenset(_CONTAINERS)

@@ -48,15 +48,20 @@ def sort_key(call: ToolCall) -> tuple[str, ...]:
 
 def in_order(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> Pairing:
     """``strict``: the i-th reference call against the i-th predicted call."""
+    pairs = tuple((i, i) for i in range(min(len(pred), len(ref))))
+    reason = in_order_reason(pred, ref, prefix)
+    return Pairing(pairs, reason is None, reason)
+
+
+def in_order_reason(pred: Sequence[ToolCall], ref: Sequence[ToolCall], prefix: bool) -> str | None:
+    """Why the ``strict`` gate fails, or None when it passes."""
     m = min(len(pred), len(ref))
-    pairs = tuple((i, i) for i in range(m))
     if not prefix and len(pred) != len(ref):
-        return Pairing(pairs, False, length_reason(len(pred), len(ref)))
+        return length_reason(len(pred), len(ref))
     for i in range(m):
         if pred[i].name != ref[i].name:
-            ref_names = [c.name for c in ref[:m]]
-            return Pairing(pairs, False, names_differ_reason(i, ref_names, _names_of(pred[:m])))
-    return Pairing(pairs, True)
+            return names_differ_reason(i, [c.name for c in ref[:m]], _names_of(pred[:m]))
+    return None
 
 
 def sorted_indices(calls: Sequence[ToolCall]) -> list[int]:

@@ -3,9 +3,8 @@
 The installed package holds three sub-packages: :mod:`toolscore.scorer` (pure scoring),
 :mod:`toolscore.storage` (the database layer) and :mod:`toolscore.collector` (the service and
 its command line). The Python API (:func:`score_sample`, :func:`score_calls`,
-:func:`assert_tool_calls`, :func:`load_metrics`) lives in :mod:`toolscore.api`.
-``__version__`` comes from the package metadata, read on first use so that
-``toolscore score`` does not pay for :mod:`importlib.metadata` at start-up.
+:func:`assert_tool_calls`, :func:`load_metrics`) lives in :mod:`toolscore.api`; ``__version__``
+comes from the package metadata, read on first use.
 """
 
 from __future__ import annotations
@@ -21,32 +20,33 @@ if not _os.path.isdir(_os.path.join(_here, "collector")) and _os.path.isfile(
 ):
     __path__.append(_parent)
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from toolscore.api import (
-        Result,
-        SampleError,
-        ToolCall,
-        assert_tool_calls,
-        load_metrics,
-        score_calls,
-        score_sample,
-    )
-
-    __version__: str
-
-#: The public API (:mod:`toolscore.api`), imported on first use.
-_API = frozenset(
-    {
-        "Result",
-        "SampleError",
-        "ToolCall",
-        "assert_tool_calls",
-        "load_metrics",
-        "score_calls",
-        "score_sample",
-    }
+# (imports after the path set-up above, which they need in a source tree)
+from toolscore.api import (  # noqa: E402
+    Result,
+    SampleError,
+    ToolCall,
+    assert_tool_calls,
+    load_metrics,
+    score_calls,
+    score_sample,
 )
+
+
+def __getattr__(name: str) -> str:
+    # Read on first use: importlib.metadata's search of the installed distributions costs more
+    # start-up than anything else a command imports, and only --version needs it.
+    if name != "__version__":
+        raise AttributeError(f"module 'toolscore' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("toolscore")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        value = "0+unknown"
+    globals()["__version__"] = value
+    return value
+
+
 __all__ = [
     "Result",
     "SampleError",
@@ -57,20 +57,3 @@ __all__ = [
     "score_calls",
     "score_sample",
 ]
-
-
-def __getattr__(name: str) -> object:
-    if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value = version("toolscore")
-        except PackageNotFoundError:  # run from a source tree that was never installed
-            value = "0+unknown"
-        globals()["__version__"] = value
-        return value
-    if name in _API:
-        from toolscore import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'toolscore' has no attribute {name!r}")

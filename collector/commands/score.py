@@ -9,16 +9,16 @@ lines are skipped. Exit status: 0 all scored, 1 if any line failed, 2 on a usage
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import IO, Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    import argparse
-    from typing import IO, Any
-
-    from toolscore.collector.offline.job import Job
-    from toolscore.collector.offline.progress import Progress
+from toolscore.collector.errors import UsageError
+from toolscore.collector.offline.engine import run
+from toolscore.collector.offline.job import Job
+from toolscore.collector.offline.progress import Progress
+from toolscore.scorer import ConfigError, ScoringConfig, default_config, load_config
 
 #: One process per core (up to 4) for regular files of 2 MiB or more.
 _DEFAULT_JOBS = 0
@@ -83,62 +83,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_handle, closed_stdout_status=1)
 
 
-def quick_args(argv: list[str]) -> argparse.Namespace | None:
-    """``score``'s arguments in their plain forms, parsed without building the argparse parser.
-
-    argparse and what it loads (gettext, locale, shutil) cost ~4 ms of start-up, a tenth of
-    it. Anything else (help, ``--opt=value``, abbreviations, values starting with ``-``,
-    mistakes) answers ``None``, and the caller hands the whole command line to argparse.
-    """
-    from types import SimpleNamespace
-
-    file, config, no_details, jobs = None, None, False, _DEFAULT_JOBS
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--no-details":
-            no_details = True
-        elif arg in ("--config", "--jobs"):
-            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
-                return None
-            i += 1
-            if arg == "--config":
-                config = argv[i]
-            elif argv[i].isascii() and argv[i].isdigit():
-                jobs = int(argv[i])
-            else:
-                return None
-        elif (arg == "-" or not arg.startswith("-")) and file is None:
-            file = arg
-        else:
-            return None
-        i += 1
-    namespace = SimpleNamespace(
-        command="score",
-        file="-" if file is None else file,
-        config=config,
-        no_details=no_details,
-        jobs=jobs,
-        fail_under=[],
-        pass_threshold=[],
-        junit=None,
-        handler=_handle,
-        closed_stdout_status=1,
-    )
-    return namespace  # type: ignore[return-value]  # the attributes argparse would set
-
-
 def _handle(args: argparse.Namespace) -> int:
-    from toolscore.collector.errors import UsageError
-
-    config = None  # the default configuration is only built if a sample needs the general path
-    if args.config is not None:
-        from toolscore.scorer import ConfigError, load_config
-
-        try:
-            config = load_config(args.config)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+    try:
+        config = default_config() if args.config is None else load_config(args.config)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     try:
         source: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:
@@ -148,17 +97,13 @@ def _handle(args: argparse.Namespace) -> int:
     except ValueError as exc:
         source.close()
         raise UsageError(str(exc)) from None
-    from toolscore.collector.offline.engine import run
-    from toolscore.collector.offline.job import Job
-    from toolscore.collector.offline.progress import Progress
-
     total = _size(source)
     jobs = args.jobs if args.jobs > 0 else _cores()
     progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
     job = Job(config, not args.no_details)
     try:
         if gate is not None:
-            return _gated_run(job, source, progress, gate, getattr(args, "junit", None))
+            return _gated_run(job, source, progress, gate, args.junit)
         return run(job, source, sys.stdout.buffer, progress=progress, jobs=jobs)
     finally:
         if progress is not None:
@@ -167,25 +112,21 @@ def _handle(args: argparse.Namespace) -> int:
             source.close()
 
 
-def _gate(args: argparse.Namespace, config: Any) -> Any:
+def _gate(args: argparse.Namespace, config: ScoringConfig) -> Any:
     """The CI gate the flags ask for (``None`` without ``--fail-under`` / ``--junit``)."""
-    fail_under = getattr(args, "fail_under", None) or []
-    junit = getattr(args, "junit", None)
-    if not fail_under and junit is None:
+    if not args.fail_under and args.junit is None:
         return None
     from toolscore.collector.views.gate import gate_from_flags
-    from toolscore.scorer import default_config
 
-    names = list((config or default_config()).instances)
-    pass_threshold = getattr(args, "pass_threshold", None) or []
-    return gate_from_flags(names, pass_threshold, fail_under, junit=junit is not None)
+    names = list(config.instances)
+    junit = args.junit is not None
+    return gate_from_flags(names, args.pass_threshold, args.fail_under, junit=junit)
 
 
 def _gated_run(
     job: Job, source: IO[bytes], progress: Progress | None, gate: Any, junit: str | None
 ) -> int:
     """Score in this process, feeding every output row to ``gate``; then report on it."""
-    from toolscore.collector.offline.engine import run
     from toolscore.collector.views.gate import GatedOutput, conclude
 
     out = GatedOutput(sys.stdout.buffer, gate)

@@ -2,11 +2,8 @@
 line per sample out, in order, at tens of thousands of samples a second.
 
 - :mod:`.reader`: what the input is (JSON Lines, one document, a wrapper) and its blocks of lines;
-- :mod:`.job`: scoring a block (the bulk fast path, else the general path);
+- :mod:`.job`: scoring a block, line by line (``scorer.rows.score_row``);
 - :mod:`.forking`: sharing a block among forked processes whose output keeps the input's order;
 - :mod:`.engine`: :func:`~toolscore.collector.offline.engine.run`, which ties them together;
 - :mod:`.progress`: the one-line progress report on a terminal.
-
-Modules import only what they use, and ``typing`` only for type checkers: start-up time is a
-third of the command's run time on small files.
 """

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
+from typing import IO
 
 from toolscore.collector.offline.forking import forked
-from toolscore.collector.offline.job import scored
+from toolscore.collector.offline.job import Block, Job, scored
+from toolscore.collector.offline.progress import Progress
 from toolscore.collector.offline.reader import chunks, first_items, is_regular, segments
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import IO
-
-    from toolscore.collector.offline.job import Block, Job
-    from toolscore.collector.offline.progress import Progress
 
 #: A regular file is read in blocks of whole lines of about this size (memory stays flat);
 #: larger ones when forking, so that a fork (~1-3 ms) is paid once per ~20,000 samples.

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from itertools import pairwise
+from typing import IO, NoReturn
 
-from toolscore.collector.offline.job import scored
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import IO, NoReturn
-
-    from toolscore.collector.offline.job import Block, Job
+from toolscore.collector.offline.job import Block, Job, scored
 
 
 def forked(job: Job, start: int, data: bytes, processes: int, out: IO[bytes]) -> Iterator[Block]:
@@ -39,7 +35,7 @@ def forked(job: Job, start: int, data: bytes, processes: int, out: IO[bytes]) ->
         for pid, report_r, turn_w, _ in children:  # an early exit (e.g. a closed output pipe)
             os.close(report_r)
             os.close(turn_w)
-            os.kill(pid, 15)  # SIGTERM (the signal module costs start-up time)
+            os.kill(pid, signal.SIGTERM)
             os.waitpid(pid, 0)
 
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import gc
 import io
+from collections.abc import Iterable, Iterator
+from typing import TypeAlias
 
-from toolscore.collector.offline.reader import bad_line, document_items
+from toolscore.collector.offline.reader import Chunk, Item, bad_line, document_items
+from toolscore.scorer.config import ScoringConfig, default_config
+from toolscore.scorer.rows import error_row, score_row
 from toolscore.storage.plumbing.jsoncodec import LineCodec
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from typing import Any
-
-    from toolscore.collector.offline.reader import Chunk, Item
-
-    Block = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
+Block: TypeAlias = tuple[bytes, bool, int, int]  # output, any failure, samples, input bytes
 
 #: Lines of a regular file scored at a time, in bytes: below glibc's mmap threshold (128 KiB),
 #: so that each chunk's buffers reuse the last one's memory instead of faulting in new pages.
@@ -25,51 +22,29 @@ CHUNK_BYTES = 64 << 10
 class Job:
     """What scoring a chunk of lines needs (forked processes inherit it).
 
-    ``config`` ``None`` means the default instances; it is then built only when a sample needs
-    the general path (the fast path of :mod:`toolscore.scorer.bulk` needs only the instance names).
+    ``config`` ``None`` means the default instances.
     """
 
-    def __init__(self, config: Any, details: bool) -> None:
-        from toolscore.scorer.bulk import DEFAULT_PLAN, bulk_plan
-
-        self._config, self.details = config, details
-        self.plan = DEFAULT_PLAN if config is None else bulk_plan(config.instances)
+    def __init__(self, config: ScoringConfig | None, details: bool) -> None:
+        self.config = default_config() if config is None else config
+        self.details = details
         self.codec = LineCodec()
         self.loads, self.dumps = self.codec.loads, self.codec.dumps
         self.lines = 0  # scored since the last sweep of the cycle collector
 
-    @property
-    def config(self) -> Any:
-        if self._config is None:
-            from toolscore.scorer import default_config
-
-            self._config = default_config()
-        return self._config
-
     def score_items(self, items: Iterable[Item]) -> Block:
-        from toolscore.scorer.bulk import fast_row
-
-        plan, details, dumps = self.plan, self.details, self.dumps
         out: list[bytes] = []
         failed = False
         size = 0
         for where, obj, problem, consumed in items:
-            row = None
-            if problem is None and plan is not None and "any_of" not in repr(obj):
-                row = fast_row(plan, obj, details)
-            if row is None:
-                row, ok = self._general(where, obj, problem)
-                failed = failed or not ok
-            out.append(dumps(row))
+            if problem is None:
+                row, ok = score_row(self.config, obj, where=where, details=self.details)
+            else:
+                row, ok = error_row(self.config, f"{where}: {problem}"), False
+            failed = failed or not ok
+            out.append(self.dumps(row))
             size += consumed
         return b"".join(out), failed, len(out), size
-
-    def _general(self, where: str, obj: Any, problem: str | None) -> tuple[dict[str, Any], bool]:
-        from toolscore.scorer.rows import error_row, score_row
-
-        if problem is not None:
-            return error_row(self.config, f"{where}: {problem}"), False
-        return score_row(self.config, obj, where=where, details=self.details)
 
     def score_chunk(self, chunk: Chunk) -> Block:
         start, lines = chunk
@@ -82,14 +57,10 @@ class Job:
 
         ``long_numbers`` false says no line holds a run of 19 digits (see ``LineCodec``), so that
         lines go straight to orjson. The hot loop of the command: a well-formed sample goes
-        through orjson, :func:`~toolscore.scorer.bulk.fast_row`
-        and orjson with no other per-line work
-        (no Python-level wrapper calls); blank lines, what only ``json`` reads, bad JSON,
-        ``{"samples": [...]}`` wrappers and the general path are sorted out only when a step
-        fails.
+        through orjson, :func:`~toolscore.scorer.rows.score_row` and orjson with no other
+        per-line work; blank lines, what only ``json`` reads, bad JSON and ``{"samples": [...]}``
+        wrappers are sorted out only when a step fails.
         """
-        from toolscore.scorer.bulk import fast_row
-
         self.lines += len(lines)
         if self.lines >= 50_000:  # the collector is off during runs; sweep stray cycles
             self.lines = 0
@@ -97,7 +68,7 @@ class Job:
         codec = self.codec
         loads = codec.loads if long_numbers else codec.orjson_loads
         dumps, newline = codec.orjson_dumps, codec.newline
-        plan, details = self.plan, self.details
+        config, details = self.config, self.details
         out: list[bytes] = []
         failed = False
         wrapped = 0  # samples of {"samples": [...]} lines beyond one per line
@@ -112,20 +83,17 @@ class Job:
                 try:  # NaN, Infinity, lone surrogates: json reads them, as Ragas users' json
                     obj = codec.json_loads(raw)
                 except ValueError as exc:
-                    out.append(self.dumps(self._general(*bad_line(number, exc, 0)[:3])[0]))
+                    out.append(self.score_items([bad_line(number, exc, 0)])[0])
                     failed = True
                     continue
-            # any_of alternatives: the general path (the fast one compares them as objects)
-            row = None if plan is None or b'"any_of"' in raw else fast_row(plan, obj, details)
-            if row is None:
-                if type(obj) is dict and "samples" in obj and "user_input" not in obj:
-                    block = self.score_items(document_items(obj, number, 0))
-                    out.append(block[0])
-                    failed = failed or block[1]
-                    wrapped += block[2] - 1
-                    continue
-                row, ok = self._general(f"line {number}", obj, None)
-                failed = failed or not ok
+            if type(obj) is dict and "samples" in obj and "user_input" not in obj:
+                block = self.score_items(document_items(obj, number, 0))
+                out.append(block[0])
+                failed = failed or block[1]
+                wrapped += block[2] - 1
+                continue
+            row, ok = score_row(config, obj, where=f"line {number}", details=details)
+            failed = failed or not ok
             try:
                 out.append(dumps(row, None, newline))
             except TypeError:  # e.g. an integer id beyond 64 bits

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import time
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from typing import IO
+from typing import IO
 
 
 class Progress:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeAlias
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
-    from typing import IO, Any
-
-    Item = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
-    Chunk = tuple[int, list[bytes]]  # first line number, raw lines
+Item: TypeAlias = tuple[str, Any, str | None, int]  # where, decoded sample, problem, input bytes
+Chunk: TypeAlias = tuple[int, list[bytes]]  # first line number, raw lines
 
 CHUNK_LINES = 1000  # lines of a pipe scored at a time
 

@@ -298,42 +298,6 @@ def test_ragas_exported_jsonl_scores_like_ragas(tmp_path):
     assert [r["tool_call_f1"] for r in rows] == [ragas_oracle.f1(s) for s in samples]
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["-"],
-        ["s.jsonl"],
-        ["s.jsonl", "--no-details"],
-        ["--config", "c.yaml", "s.jsonl"],
-        ["--jobs", "2", "--jobs", "007", "s.jsonl", "--no-details", "--config", "c.json"],
-        ["--jobs", "0"],
-        ["--jobs=2", "s.jsonl"],
-        ["--config=c.yaml"],
-        ["--no-d", "s.jsonl"],
-        ["--jobs", "-1", "s.jsonl"],
-        ["--jobs", "x"],
-        ["--jobs", "²"],
-        ["--jobs"],
-        ["--config"],
-        ["--config", "-", "s.jsonl"],
-        ["a", "b"],
-        ["--", "s.jsonl"],
-        ["-5"],
-        [""],
-        ["-h"],
-    ],
-)
-def test_quick_arguments_are_argparse_s_or_left_to_argparse(argv):
-    from toolscore.collector.cli import build_parser
-    from toolscore.collector.commands import score
-
-    quick = score.quick_args(argv)
-    if quick is None:
-        return  # argparse parses it (or reports the mistake)
-    assert vars(quick) == vars(build_parser().parse_args(["score", *argv]))
-
-
 def test_forked_processes_hand_their_rows_through_a_pipe_when_the_output_has_no_descriptor(
     tmp_path,
 ):
@@ -423,7 +387,7 @@ def _encoded(row: Any) -> bytes:
 def _line_strategy() -> Any:
     from hypothesis import strategies as st
 
-    from tests.scorer.test_bulk import samples
+    from tests.scorer.strategies import samples
 
     odd = st.sampled_from(
         [

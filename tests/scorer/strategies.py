@@ -1,19 +1,12 @@
-"""The bulk fast path (``scorer.bulk``) gives exactly the general path's rows, byte for byte."""
+"""Hypothesis strategies of Ragas samples that stress the reader and the comparisons: retyped
+arguments (``1``, ``1.0``, ``true``), ``-0.0``, NaN, infinities, big integers, lone surrogates,
+extra keys, malformed calls and messages."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import orjson
-from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
-from toolscore.scorer import default_config, parse_config
-from toolscore.scorer.bulk import DEFAULT_PLAN, bulk_plan, fast_row
-from toolscore.scorer.rows import score_row
-
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NAN = float("nan")  # json.loads gives this one object for every NaN, as here
 scalars = st.one_of(
@@ -34,7 +27,7 @@ values = st.recursive(
 )
 args = st.dictionaries(st.sampled_from(["x", "y", "z"]), values, max_size=3)
 calls = st.fixed_dictionaries({"name": st.sampled_from(["a", "b", "c"]), "args": args})
-# Mostly valid calls, sometimes not (the fast path must then step aside).
+# Mostly valid calls, sometimes not.
 odd_calls = st.one_of(
     calls,
     st.just({"name": "a"}),
@@ -76,14 +69,6 @@ def _retype(value: Any) -> Any:
     if type(value) is float and value.is_integer():
         return int(value)
     return value
-
-
-def encoded(row: Any) -> bytes:
-    """What ``toolscore score`` writes for a row (orjson, or json where orjson cannot)."""
-    try:
-        return orjson.dumps(row)
-    except TypeError:
-        return json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 @st.composite
@@ -139,99 +124,3 @@ def samples(draw: st.DrawFn) -> Any:
     elif extra == "bad":
         sample["rubrics"] = 5
     return sample
-
-
-CONFIGS = {
-    "default": default_config(),
-    "renamed_and_reordered": parse_config(
-        {
-            "metrics": {
-                "f": {"type": "tool_call_f1"},
-                "acc": {"type": "tool_call_accuracy", "order": "strict"},
-                "acc2": {"type": "tool_call_accuracy"},
-            }
-        }
-    ),
-}
-
-
-@SETTINGS
-@given(samples(), st.sampled_from(sorted(CONFIGS)), st.booleans())
-def test_fast_rows_equal_the_general_rows_byte_for_byte(
-    sample: Any, config_name: str, details: bool
-) -> None:
-    config = CONFIGS[config_name]
-    plan = bulk_plan(config.instances)
-    assert plan is not None
-    fast = fast_row(plan, sample, details)
-    general, ok = score_row(config, sample, where="line 1", details=details)
-    event("fast path" if fast is not None else "general path")
-    if fast is not None:
-        assert ok, "the fast path only produces successful rows"
-        assert encoded(fast) == encoded(general)
-
-
-def test_the_default_plan_is_the_default_configuration() -> None:
-    assert bulk_plan(default_config().instances) == DEFAULT_PLAN
-
-
-def test_instances_outside_ragas_strict_defaults_have_no_plan() -> None:
-    for options in (
-        {"order": "flexible"},
-        {"order": "unordered"},
-        {"length_mismatch": "prefix"},
-        {"args": "levenshtein"},
-    ):
-        config = parse_config({"metrics": {"m": {"type": "tool_call_accuracy", **options}}})
-        assert bulk_plan(config.instances) is None, options
-
-
-def test_the_benchmark_mix_takes_the_fast_path() -> None:
-    call = {"name": "search", "args": {"q": "x", "n": 2}}
-    other = {"name": "get_time", "args": {"tz": "UTC"}}
-    sample = {
-        "id": "s",
-        "user_input": [
-            {"type": "human", "content": "q"},
-            {"type": "ai", "content": "", "tool_calls": [other, call]},
-            {"type": "tool", "content": "r"},
-            {"type": "tool", "content": "r"},
-            {"type": "ai", "content": "done"},
-        ],
-        "reference_tool_calls": [call, other],
-    }
-    row = fast_row(DEFAULT_PLAN, sample)
-    assert row is not None
-    assert row["tool_call_accuracy"] == 0.0
-    assert row["details"]["tool_call_accuracy"]["reasons"][0] == (
-        "tool names differ at position 0: expected [search, get_time], got [get_time, search]"
-    )
-
-
-def test_arguments_nested_past_the_bound_take_the_general_path() -> None:
-    from toolscore.scorer import default_config
-    from toolscore.scorer.bulk import DEFAULT_PLAN, fast_row
-    from toolscore.scorer.nesting import MAX_ARGUMENT_DEPTH
-    from toolscore.scorer.rows import score_row
-
-    def nested(levels: int) -> dict:
-        value: dict = {"v": 1}
-        for _ in range(levels - 1):
-            value = {"k": value}
-        return value
-
-    for levels, fast in ((MAX_ARGUMENT_DEPTH, True), (MAX_ARGUMENT_DEPTH + 1, False)):
-        call = {"name": "f", "args": nested(levels)}
-        sample = {
-            "user_input": [
-                {"type": "human", "content": "q"},
-                {"type": "ai", "content": "", "tool_calls": [call]},
-            ],
-            "reference_tool_calls": [call],
-        }
-        general, _ = score_row(default_config(), sample, where="line 1")
-        assert (fast_row(DEFAULT_PLAN, sample, True) is not None) == fast
-        if fast:
-            assert fast_row(DEFAULT_PLAN, sample, True) == general
-        else:
-            assert "nested deeper than" in general["error"]
