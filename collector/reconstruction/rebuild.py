@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolscore.collector.reconstruction.agent_input import first_user_words
 from toolscore.collector.reconstruction.cautions import (
     disagreements,
     unread_calls,
@@ -270,6 +271,7 @@ def _reconstruct(
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None
     )
+    first_user = first_user_words(spans, first_user)
     return Reconstruction(
         messages=tuple(messages),
         tool_calls=tuple(calls),

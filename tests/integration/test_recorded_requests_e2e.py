@@ -47,21 +47,12 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
-NOT_YET[("beeai-openinference", "user_input")] = (
-    "BeeAI: the first user message is the prompt the model saw ('Your task: ...'), not the "
-    "agent's input (the agent span's input.value)"
-)
 CREWAI = (
     "CrewAI through OpenInference: the calls are right, but the transcript is not — the model "
     "sees each question as 'Current Task: ...' inside its prompt, and turn 2's replayed "
     "question comes back as a second user message"
 )
-CREWAI_USER = (
-    CREWAI + "; and the first user message is that prompt, not the agent's input (the "
-    "kickoff span's input.value)"
-)
 NOT_YET.update({("crewai-openinference", style): CREWAI for style in STYLES})
-NOT_YET[("crewai-openinference", "user_input")] = CREWAI_USER
 
 # recording → what the conversation's warning must say: the rebuild is right but rests on a
 # repair of what the instrumentation recorded, and a user must be able to see that
