@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from tests.integration.serve_harness import RunningServer, server_settings
 from tests.integration.test_receiver_concurrency import _request
