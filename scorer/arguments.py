@@ -8,12 +8,26 @@ ignored. The sum runs in reference key order, as in Ragas, so floats match to th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscore.scorer.comparators import EXACT, Comparator, Ignore
+from toolscore.scorer.comparators import EXACT, Comparator, Ignore, parse_comparator
 from toolscore.scorer.model import ToolCall
+from toolscore.scorer.readings import COMPARE, ComparedCall
+
+
+def inline_comparator(spec: Any) -> Comparator:
+    """The comparator a reference value names (checked when the reference was read)."""
+    key = json.dumps(spec, sort_keys=True)
+    found = _INLINE.get(key)
+    if found is None:
+        found = _INLINE[key] = parse_comparator(spec, COMPARE)
+    return found
+
+
+_INLINE: dict[str, Comparator] = {}  # a handful of specs: parsed once each
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +44,13 @@ class ArgumentPolicy:
 
     default: Comparator = EXACT
     tools: Mapping[str, ToolPolicy] = field(default_factory=dict)
+    #: reference calls may name comparators (``readings.ComparedCall``): the general path
+    inline: bool = False
 
     @property
     def is_exact(self) -> bool:
         """True when every argument of every tool uses Ragas's exact ``str()`` comparison."""
-        return self.default is EXACT and not self.tools
+        return self.default is EXACT and not self.tools and not self.inline
 
     def comparator(self, tool: str, arg: str) -> Comparator:
         policy = self.tools.get(tool)
@@ -85,8 +101,10 @@ def arg_score_detailed(
     score = 0.0
     per_arg: dict[str, float] = {}
     tool = expected.name
+    named = expected.comparators if isinstance(expected, ComparedCall) else {}
     for key, value in r_args.items():
-        comparator = policy.comparator(tool, key)
+        spec = named.get(key)
+        comparator = policy.comparator(tool, key) if spec is None else inline_comparator(spec)
         if key in p_args:
             one = comparator.compare(p_args[key], value)
             # Comparators are in [0, 1] by construction; clamp float noise all the same.

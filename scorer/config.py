@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,12 @@ from toolscore.scorer.duplicates import DUPLICATE_POLICIES
 from toolscore.scorer.f1 import ToolCallF1
 from toolscore.scorer.model import ConfigError, Reference, Score, ToolCall
 from toolscore.scorer.nesting import NestingError, check_calls
-from toolscore.scorer.readings import best_reading, has_alternatives
+from toolscore.scorer.readings import (
+    best_reading,
+    has_alternatives,
+    has_inline_comparators,
+    plain_values,
+)
 
 METRIC_TYPES = ("tool_call_accuracy", "tool_call_f1")
 #: Top-level sections of the file that belong to others (``toolscore serve``'s options).
@@ -94,15 +99,21 @@ class MetricInstance:
         self, predicted: Sequence[ToolCall], reference: Reference
     ) -> tuple[float, dict[str, Any]]:
         """The metric's score and explanation; with optional calls or ``any_of`` arguments,
-        those of the best reading of the reference (scorer/readings.py)."""
-        if has_alternatives(reference):
-            return best_reading(reference, partial(self.metric.evaluate, predicted))
-        return self.metric.evaluate(predicted, reference)
+        those of the best reading of the reference (scorer/readings.py); with comparators
+        named in the reference, those comparators for those arguments."""
+        alternatives, inline = has_alternatives(reference), has_inline_comparators(reference)
+        if not alternatives and not inline:
+            return self.metric.evaluate(predicted, reference)
+        evaluate = partial(_evaluate_inline, self.metric, predicted) if inline else None
+        if not alternatives:
+            assert evaluate is not None
+            return evaluate(reference)
+        return best_reading(reference, evaluate or partial(self.metric.evaluate, predicted))
 
     def metric_value(self, predicted: Sequence[ToolCall], reference: Reference) -> float:
         """The score alone, as :meth:`evaluate` gives it."""
-        if has_alternatives(reference):
-            return best_reading(reference, partial(self.metric.evaluate, predicted))[0]
+        if has_alternatives(reference) or has_inline_comparators(reference):
+            return self.evaluate(predicted, reference)[0]
         return self.metric.value(predicted, reference)
 
     def value(self, predicted: Sequence[ToolCall], reference: Reference | None) -> float | None:
@@ -114,6 +125,17 @@ class MetricInstance:
             return self.metric_value(predicted, reference)
         except NestingError:
             return None
+
+
+def _evaluate_inline(
+    metric: Metric, predicted: Sequence[ToolCall], reference: Reference
+) -> tuple[float, dict[str, Any]]:
+    """``metric`` on a reference whose values may name their comparator: ToolCallAccuracy uses
+    them (its general path), ToolCallF1 compares the values by equality, as always."""
+    if isinstance(metric, ToolCallF1):
+        return metric.evaluate(predicted, plain_values(reference))
+    inline = replace(metric, arguments=replace(metric.arguments, inline=True))
+    return inline.evaluate(predicted, plain_values(reference))
 
 
 def _check_nesting(predicted: Sequence[ToolCall], reference: Reference) -> None:

@@ -12,16 +12,18 @@ from typing import Any
 
 from orjson import OPT_PASSTHROUGH_SUBCLASS, dumps
 
-from toolscore.scorer.model import Message, Reference, Sample, SampleError, ToolCall
+from toolscore.scorer.model import ConfigError, Message, Reference, Sample, SampleError, ToolCall
 from toolscore.scorer.nesting import CONTAINER_TYPES as _CONTAINER_TYPES
 from toolscore.scorer.nesting import DEPTH_PROBLEM, depth_exceeds
 from toolscore.scorer.readings import (
     ANY_OF,
+    COMPARE,
     MAX_READINGS,
     OptionalCall,
     count_readings,
     has_alternatives,
     is_any_of,
+    is_compare,
 )
 
 _MESSAGE_TYPES = ("human", "ai", "tool")
@@ -148,7 +150,21 @@ def _reference_call(obj: dict[str, Any], call: ToolCall) -> ToolCall:
     for key, value in call.args.items():
         if type(value) is dict and ANY_OF in value and not is_any_of(value):
             raise _Bad(f".args.{key}", "any_of must be the only key, with a non-empty array")
+        for one in value[ANY_OF] if is_any_of(value) else (value,):
+            if type(one) is dict and COMPARE in one:
+                _check_compare(one, f".args.{key}")
     return OptionalCall(call.name, call.args) if optional else call
+
+
+def _check_compare(value: dict[str, Any], rel: str) -> None:
+    if not is_compare(value):
+        raise _Bad(rel, "a compared value is {compare: COMPARATOR, value: VALUE}, nothing else")
+    from toolscore.scorer.comparators import parse_comparator  # only for such references
+
+    try:
+        parse_comparator(value[COMPARE], "compare")
+    except ConfigError as exc:
+        raise _Bad(f"{rel}.compare", str(exc).removeprefix("compare: ")) from None
 
 
 _Parts = tuple[str, str, tuple[ToolCall, ...] | None, Any]  # type, content, tool_calls, metadata

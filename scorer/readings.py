@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolscore.scorer.model import Reference, ReferenceItem, ToolCall
@@ -25,6 +25,7 @@ from toolscore.scorer.model import Reference, ReferenceItem, ToolCall
 #: Readings scored at most per sample (optional calls and alternatives multiply).
 MAX_READINGS = 1024
 ANY_OF = "any_of"
+COMPARE = "compare"  # {"compare": SPEC, "value": V}: V compared with that comparator
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,45 @@ def is_any_of(value: Any) -> bool:
         and len(value) == 1
         and type(value.get(ANY_OF)) is list
         and bool(value[ANY_OF])
+    )
+
+
+def is_compare(value: Any) -> bool:
+    return type(value) is dict and len(value) == 2 and COMPARE in value and "value" in value
+
+
+def has_inline_comparators(reference: Reference) -> bool:
+    """Whether an argument of ``reference`` (or one of its alternatives) names a comparator."""
+    for call in _flat(reference):
+        for value in call.args.values():
+            if is_compare(value) or (is_any_of(value) and any(map(is_compare, value[ANY_OF]))):
+                return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ComparedCall(ToolCall):
+    """A reference call whose arguments in ``comparators`` were written ``{"compare": SPEC,
+    "value": V}``: ``args`` holds ``V`` (what pairing sorts and ToolCallF1 compares), and
+    ToolCallAccuracy compares them with ``SPEC`` (scorer/arguments.py)."""
+
+    comparators: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+def plain_values(reference: Reference) -> Reference:
+    """``reference`` with each ``{"compare": SPEC, "value": V}`` argument as ``V``, its call a
+    :class:`ComparedCall` that keeps ``SPEC``."""
+
+    def plain(c: ToolCall) -> ToolCall:
+        specs = {k: v[COMPARE] for k, v in c.args.items() if is_compare(v)}
+        if not specs:
+            return c
+        args = {k: v["value"] if k in specs else v for k, v in c.args.items()}
+        return ComparedCall(c.name, args, specs)
+
+    return tuple(
+        plain(item) if isinstance(item, ToolCall) else tuple(plain(c) for c in item)
+        for item in reference
     )
 
 

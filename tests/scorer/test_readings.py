@@ -153,3 +153,59 @@ def test_the_reference_reads_optional_and_any_of() -> None:
     many = [{"name": "a", "args": {}, "optional": True}] * 11
     with pytest.raises(SampleError, match="2048 readings"):
         parse_reference(many)
+
+
+def _compared(value: Any, spec: Any) -> dict[str, Any]:
+    return {"compare": spec, "value": value}
+
+
+inline = st.tuples(values, st.sampled_from(["exact", "json", "normalized", "levenshtein"])).map(
+    lambda vs: _compared(*vs)
+)
+inline_args = st.dictionaries(st.sampled_from("pqr"), st.one_of(values, inline, any_of), max_size=3)
+inline_references = st.lists(
+    st.one_of(st.builds(ToolCall, names, inline_args), st.builds(OptionalCall, names, inline_args)),
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(call_lists, inline_references)
+def test_comparators_named_in_the_reference_keep_the_invariants(predicted, reference):
+    for metric in METRICS:
+        result = metric.score(predicted, tuple(reference))
+        assert result.error is None and 0.0 <= result.value <= 1.0
+        d = result.details
+        if (
+            metric.metric.type == "tool_call_f1"
+            and d["true_positives"] + d["false_positives"] + d["false_negatives"] == 0
+        ):
+            continue
+        lost = sum(label["points"] for label in d["losses"])
+        assert math.isclose(lost, 1.0 - result.value, abs_tol=1e-9), (metric, d["losses"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(call_lists, call_lists)
+def test_naming_the_configured_comparator_changes_nothing(predicted, reference):
+    named = [ToolCall(c.name, {k: _compared(v, "exact") for k, v in c.args.items()})
+             for c in reference]  # fmt: skip
+    for metric in METRICS:
+        if metric.metric.type == "tool_call_accuracy" and metric.options_dict()["args"] != "exact":
+            continue
+        assert metric.score(predicted, tuple(named)).value == (
+            metric.score(predicted, tuple(reference)).value
+        ), metric
+
+
+def test_a_comparator_named_for_one_argument() -> None:
+    reference = parse_reference(
+        [{"name": "set", "args": {"t": {"compare": {"numeric": {"abs_tol": 0.5}}, "value": 20}}}]
+    )
+    accuracy, f1 = instance(), instance(type="tool_call_f1")
+    assert accuracy.score([_c("set", t=20.3)], reference).value == 1.0
+    assert accuracy.score([_c("set", t=21)], reference).value == 0.0
+    assert f1.score([_c("set", t=20.3)], reference).value == 0.0  # F1: equality of the value
+    assert f1.score([_c("set", t=20)], reference).value == 1.0
+    with pytest.raises(SampleError, match=r"\.args\.t\.compare: unknown comparator 'fuzzy'"):
+        parse_reference([{"name": "set", "args": {"t": {"compare": "fuzzy", "value": 1}}}])
