@@ -17,7 +17,7 @@ import gzip
 import json
 import threading
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -170,8 +170,11 @@ def save_requests(
     reference_id: str,
     user_input: str,
     recorded_with: Mapping[str, str],
+    turns: Sequence[Sequence[Sequence[str]]] | None = None,
 ) -> None:
-    """Write a request recording: what the tests replay and what they expect of it."""
+    """Write a request recording: what the tests replay and what they expect of it. ``turns``:
+    the names of each assistant message's calls, per user turn, when the framework does not
+    make them as four_calls.py's TURNS (one call per step, say)."""
     stored = [_stored(r) for r in requests]
     assert stored, "the framework exported nothing"
     document = {
@@ -183,5 +186,7 @@ def save_requests(
         "expected_tool_calls": list(expected),
         "requests": stored,
     }
+    if turns is not None:
+        document["turns"] = [[list(step) for step in turn] for turn in turns]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

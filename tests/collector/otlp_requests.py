@@ -36,6 +36,8 @@ class RequestRecording:
     user_input: str
     expected: list[dict[str, Any]]
     requests: list[dict[str, Any]]  # {"signal", "content_type", "otlp"}
+    # per user turn, the call names of each assistant message, when not four_calls.py's TURNS
+    turns: list[list[list[str]]] | None = None
 
 
 def load_requests(name: str) -> RequestRecording:
@@ -50,6 +52,7 @@ def load_requests(name: str) -> RequestRecording:
         user_input=document["user_input"],
         expected=document["expected_tool_calls"],
         requests=document["requests"],
+        turns=document.get("turns"),
     )
 
 

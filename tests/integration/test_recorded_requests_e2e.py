@@ -53,6 +53,17 @@ CREWAI = (
     "question comes back as a second user message"
 )
 NOT_YET.update({("crewai-openinference", style): CREWAI for style in STYLES})
+DSPY = (
+    "DSPy ReAct through OpenInference: tool spans named '<tool>.__call__' with no tool-name "
+    "attribute and arguments as {'kwargs': {...}} are kept as recorded (with a warning), though "
+    "the model's own choice (the adapter's next_tool_name / next_tool_args output) names them; "
+    "ReAct's finish tool counted"
+)
+DSPY_USER = (
+    DSPY + "; and the first user message is DSPy's formatted prompt ('[[ ## question ## ]] ...')"
+)
+NOT_YET.update({("dspy-openinference", style): DSPY for style in STYLES})
+NOT_YET[("dspy-openinference", "user_input")] = DSPY_USER
 
 # recording → what the conversation's warning must say: the rebuild is right but rests on a
 # repair of what the instrumentation recorded, and a user must be able to see that
@@ -64,6 +75,7 @@ RECORDINGS = {
     "autogen-openllmetry",
     "beeai-openinference",
     "crewai-openinference",
+    "dspy-openinference",
     "langsmith-langgraph",
     "litellm-otel",
     "llamaindex-openinference",
@@ -145,13 +157,21 @@ def skeleton(messages: list[dict[str, Any]]) -> list[Any]:
     return shape
 
 
-def expected_skeleton(expected: list[dict[str, Any]]) -> list[Any]:
-    names = iter(c["name"] for c in expected)
+def steps_of(recording: RequestRecording) -> list[list[list[dict[str, Any]]]]:
+    """The expected calls grouped per user turn into the assistant messages that make them:
+    the recording's own ``turns`` where the framework groups them otherwise than four_calls.py
+    (one call per step), else four_calls.py's TURNS."""
+    sizes = recording.turns or [[[c["name"] for c in step] for step in t] for t in fc.TURNS]
+    calls = iter(recording.expected)
+    return [[[next(calls) for _ in step] for step in turn] for turn in sizes]
+
+
+def expected_skeleton(recording: RequestRecording) -> list[Any]:
     shape: list[Any] = []
-    for turn in fc.TURNS:
+    for turn in steps_of(recording):
         shape.append("human")
         for step in turn:
-            shape.append([next(names) for _ in step])
+            shape.append([c["name"] for c in step])
             shape += ["tool"] * len(step)
         shape.append([])  # the turn's text answer
     return shape
@@ -182,13 +202,12 @@ def scored_exactly(db_url: str, recording: RequestRecording, wanted: Expectation
     else:
         assert row["warning"] is None, row["warning"]
     assert stored_calls(db_url, row) == recording.expected
-    names = iter(c["name"] for c in recording.expected)
-    turns = [[{**c, "name": next(names)} for c in step] for turn in fc.TURNS for step in turn]
+    turns = [step for turn in steps_of(recording) for step in turn]
     sample = ragas_sample(recording.user_input, turns, recording.expected)
     scores = current_scores(db_url, row["id"])
     assert scores == ragas_scores(sample) == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
     messages = transcript(db_url, row["id"])
-    assert skeleton(messages) == expected_skeleton(recording.expected)
+    assert skeleton(messages) == expected_skeleton(recording)
     return str(row["id"])
 
 
