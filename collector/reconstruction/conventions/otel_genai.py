@@ -127,13 +127,14 @@ def parse_messages(value: object) -> tuple[Message, ...]:
 def exchange_from(
     attrs: Attributes, *, convention: str, trace_id: str, span_id: str | None, sort_ns: int
 ) -> Exchange:
+    flat = _flattened(attrs)
     return Exchange(
         convention=convention,
         trace_id=trace_id,
         span_id=span_id,
         sort_ns=sort_ns,
-        inputs=_richest(_candidates(attrs, INPUT, LEGACY_INPUT), calls_first=False),
-        outputs=_richest(_candidates(attrs, OUTPUT, LEGACY_OUTPUT), calls_first=True),
+        inputs=_messages(attrs, INPUT, LEGACY_INPUT, flat, calls_first=False),
+        outputs=_messages(attrs, OUTPUT, LEGACY_OUTPUT, flat, calls_first=True),
         response_id=opt_str(attrs.get("gen_ai.response.id")),
     )
 
@@ -161,29 +162,41 @@ def as_history(exchange: Exchange, end_ns: int) -> Exchange:
 
 LEGACY_INPUT = "gen_ai.prompt"
 LEGACY_OUTPUT = "gen_ai.completion"
+_FLAT_PREFIXES = (LEGACY_INPUT + ".", LEGACY_OUTPUT + ".")
 # Operations of a model call: only their legacy ``gen_ai.prompt`` / ``gen_ai.completion`` are
 # messages (LangSmith writes a chain's or a tool's inputs and outputs there too).
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
 
-def _candidates(attrs: Attributes, current: str, legacy: str) -> list[tuple[Message, ...]]:
-    """The messages of every encoding the span carries: the current attribute, the legacy one
-    as a JSON document (LangSmith: LangChain messages, an ``LLMResult``) or flattened
-    (``gen_ai.completion.{i}.*``: OpenLLMetry, LiteLLM)."""
-    found = [read_messages(attrs.get(current))]
-    if legacy in attrs or any(key.startswith(legacy + ".") for key in attrs):
-        found.append(read_messages(unflatten(attrs, legacy)))
-    return found
+def _flattened(attrs: Attributes) -> frozenset[str]:
+    """Which legacy attributes the span carries flattened (``gen_ai.completion.{i}.*``): one
+    pass over the keys (model spans carry many)."""
+    found: set[str] = set()
+    for key in attrs:
+        if key.startswith(_FLAT_PREFIXES):
+            found.add(LEGACY_INPUT if key.startswith(LEGACY_INPUT) else LEGACY_OUTPUT)
+            if len(found) == 2:
+                break
+    return frozenset(found)
 
 
-def _richest(candidates: list[tuple[Message, ...]], *, calls_first: bool) -> tuple[Message, ...]:
-    """The encoding to read: for outputs the first that shows calls (an instrumentation may
-    leave the parts of one empty and write the calls in another), else the first non-empty."""
-    if calls_first:
-        for messages in candidates:
-            if any(m.tool_calls for m in messages):
-                return messages
-    return next((m for m in candidates if m), ())
+def _messages(
+    attrs: Attributes, current: str, legacy: str, flat: frozenset[str], *, calls_first: bool
+) -> tuple[Message, ...]:
+    """The messages of the first encoding the span carries that serves: the current attribute,
+    else the legacy one as a JSON document (LangSmith: LangChain messages, an ``LLMResult``) or
+    flattened (``gen_ai.completion.{i}.*``: OpenLLMetry, LiteLLM). For outputs, the first that
+    shows calls: an instrumentation may leave the parts of one empty and write the calls in
+    another."""
+    first = read_messages(attrs.get(current))
+    if first and (not calls_first or any(m.tool_calls for m in first)):
+        return first
+    if legacy not in attrs and legacy not in flat:
+        return first
+    second = read_messages(unflatten(attrs, legacy))
+    if calls_first and any(m.tool_calls for m in second):
+        return second
+    return first or second
 
 
 def has_legacy_messages(span: SpanRecord) -> bool:
