@@ -39,6 +39,7 @@ from toolscore.collector.errors import (
 from toolscore.collector.export.attributes import without_toolscore_evaluations
 from toolscore.collector.ingest.metrics import Metrics
 from toolscore.storage.database import Connection, Database
+from toolscore.storage.plumbing.dialect import write_transaction
 from toolscore.storage.plumbing.faults import data_fault
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.spans import log_row, span_values, store_telemetry
@@ -240,7 +241,7 @@ class IngestWriter:
         cache: dict[int, str] = {}
         span_rows = [span_values(s, now, cache) for s in spans]
         log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
-        with self._engine.begin() as conn:
+        with write_transaction(self._engine) as conn:
             stored = StoredBatch(spans, logs, store_telemetry(conn, span_rows, log_rows))
             for hook in self._hooks:
                 hook.on_batch(conn, stored)

@@ -33,7 +33,7 @@ from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.conversations.leases import renew_leases, span_counts
 from toolscore.storage.database import Database
-from toolscore.storage.plumbing.engine import take_write_lock
+from toolscore.storage.plumbing.dialect import write_transaction
 
 #: Rows of a big conversation's spans read from the database (and decoded) at a time.
 BIG_BATCH_ROWS = 5_000
@@ -140,8 +140,7 @@ class RoundRunner:
 
     def run_once(self) -> RoundResult:
         now_ns = self._clock_ns()
-        with self.engine.begin() as conn:
-            take_write_lock(conn)
+        with write_transaction(self.engine) as conn:
             claimed = claim_ready(
                 conn,
                 worker_id=self.worker_id,
@@ -207,8 +206,7 @@ class RoundRunner:
             conn.rollback()
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
-        with self.engine.begin() as conn:
-            take_write_lock(conn)
+        with write_transaction(self.engine) as conn:
             outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
         done_ns = self._clock_ns()
         return RoundResult(
@@ -229,7 +227,7 @@ class RoundRunner:
     def renew(self, conversation_ids: Sequence[str]) -> list[str]:
         """Renew this worker's leases on ``conversation_ids``; the ids still held."""
         until_ns = self._clock_ns() + int(self.timing.lease_s * NS)
-        with self.engine.begin() as conn:
+        with write_transaction(self.engine) as conn:
             return renew_leases(
                 conn,
                 conversation_ids,

@@ -4,21 +4,25 @@
 PostgreSQL, so idempotent writes read the same in every caller; ``insert_for`` gives the dialect
 ``INSERT`` for ``ON CONFLICT`` with expressions in ``SET``. ``skip_locked`` and
 ``lock_for_write`` lock rows (PostgreSQL row locks; SQLite's one write lock), ``one_writer`` says
-whether a transaction needs row locks at all.
+whether a transaction needs row locks at all. ``take_write_lock`` and ``write_transaction`` are
+the one way a transaction takes SQLite's write lock (serve's writers taking turns first).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
+
+from toolscore.storage.plumbing.turns import write_turn
 
 
 def insert_for(conn: Connection, table: Table) -> Any:
@@ -309,11 +313,43 @@ def _rows(rows: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
 
 
 def take_write_lock(conn: Connection) -> None:
-    """SQLite: take the database's write lock now, at the start of the caller's transaction
-    (a transaction that reads first and writes later can fail with SQLITE_BUSY when another
-    connection wrote in between). PostgreSQL: nothing (row locks are taken by the statements)."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("UPDATE conversations SET id = id WHERE 0")
+    """SQLite: begin ``conn``'s transaction holding the database's write lock (``BEGIN
+    IMMEDIATE``, waiting through SQLite's busy handler up to the busy timeout), so that what it
+    reads stays current until it writes; a transaction that reads first and writes later can
+    fail with SQLITE_BUSY when another connection wrote in between. A transaction a write
+    already began holds the lock. PostgreSQL: nothing (the statements take row locks)."""
+    if conn.dialect.name != "sqlite":
+        return
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    if not dbapi.in_transaction:  # Python's sqlite3 begins implicitly before writes only
+        dbapi.execute("BEGIN IMMEDIATE")
+
+
+class _Connects(Protocol):
+    def connect(self) -> Connection: ...
+
+
+@contextmanager
+def write_transaction(db: _Connects) -> Iterator[Connection]:
+    """A transaction holding the write lock from its start (:func:`take_write_lock`), committed
+    on success. SQLite: the writers of ``serve`` (the ingest writer, the scoring rounds) first
+    take turns (:mod:`toolscore.storage.plumbing.turns`), so that a round waiting behind
+    back-to-back ingest commits gets the lock after the next one, not at the busy handler's next
+    sleep."""
+    with db.connect() as conn, write_turn(_turn_path(conn)), conn.begin():
+        take_write_lock(conn)
+        yield conn
+
+
+def _turn_path(conn: Connection) -> str | None:
+    """The SQLite file whose writers take turns; None elsewhere (PostgreSQL, in memory)."""
+    if conn.dialect.name != "sqlite":
+        return None
+    database = conn.engine.url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return database
 
 
 def can_partition(conn: Connection) -> bool:

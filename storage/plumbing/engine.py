@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import sqlite3
-import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -269,28 +267,3 @@ def call_watch(engine: Engine) -> CallWatch | None:
     """The :class:`~toolscore.storage.plumbing.callwatch.CallWatch` of ``engine`` (None: no call
     deadline)."""
     return _watches.get(engine)
-
-
-def take_write_lock(conn: sqlalchemy.Connection, poll_s: float = 0.0005) -> None:
-    """SQLite: begin ``conn``'s transaction holding the write lock, asking for it every
-    ``poll_s`` up to the busy timeout. SQLite's own busy handler sleeps in steps growing to
-    100 ms, so a writer waiting behind back-to-back ingest transactions misses the gaps between
-    them. PostgreSQL: nothing (its writers take row locks)."""
-    if conn.dialect.name != "sqlite":
-        return
-    dbapi = conn.connection.driver_connection
-    assert dbapi is not None
-    (busy_ms,) = dbapi.execute("PRAGMA busy_timeout").fetchone()
-    dbapi.execute("PRAGMA busy_timeout=0")
-    try:
-        deadline = time.monotonic() + busy_ms / 1000
-        while True:
-            try:
-                dbapi.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(poll_s)
-    finally:
-        dbapi.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
