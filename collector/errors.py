@@ -103,9 +103,6 @@ def status_for(exc: BaseException) -> ErrorStatus:
 
     from toolscore.collector.otlp.decode import DecodeError
 
-    # imported here: the commands import this module, and decoding pulls in protobuf
-    from toolscore.collector.otlp.decode import DecodeError
-
     message = client_text(str(exc) or type(exc).__name__)
     if isinstance(exc, RetryableError):
         return ErrorStatus(grpc.StatusCode.UNAVAILABLE, 503, message, exc.retry_after_s)

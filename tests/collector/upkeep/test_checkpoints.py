@@ -20,9 +20,9 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, text
 
 from toolscore.collector.upkeep.checkpoints import CheckpointMetrics, WalCheckpointer
-from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.plumbing.engine import NEW_FILE_PAGE_SIZE, create_engine
 
-PAGE = 4096
+PAGE = NEW_FILE_PAGE_SIZE  # what a new file gets (storage/plumbing/engine.py)
 ROWS = 600  # ~2,400 pages of 4 KiB: past SQLite's default autocheckpoint (1,000 pages)
 
 
