@@ -33,16 +33,16 @@ from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.retention.span_pruning import prune
-from toolscore.storage.telemetry.spans import span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 DAY_NS = 86_400 * 1_000_000_000
 
 
 def _store(engine: object, payload: bytes, received_ns: int) -> None:
     spans = decode_traces(parse_traces_protobuf(payload)).spans
-    cache: dict[int, str] = {}
     with engine.begin() as conn:  # type: ignore[attr-defined]
-        new = store_telemetry(conn, [span_values(s, received_ns, cache) for s in spans], [])
+        new = store_telemetry(conn, prepare_telemetry(spans, (), received_ns))
         assign_spans(conn, spans, received_at_ns=received_ns, config=AssignConfig(), numbered=new)
 
 

@@ -39,7 +39,8 @@ from toolscore.collector.otlp.decode import decode_traces, parse_traces_protobuf
 from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
-from toolscore.storage.telemetry.spans import span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 TABLES = ("spans", "traces", "log_records", "conversations")
 
@@ -63,9 +64,8 @@ def store(url: str, payloads: Sequence[bytes]) -> int:
         for payload in payloads:
             spans = decode_traces(parse_traces_protobuf(payload)).spans
             now = time.time_ns()
-            cache: dict[int, str] = {}
             with engine.begin() as conn:
-                new = store_telemetry(conn, [span_values(s, now, cache) for s in spans], [])
+                new = store_telemetry(conn, prepare_telemetry(spans, (), now))
                 assign_spans(conn, spans, received_at_ns=now, config=config, numbered=new)
             stored += len(spans)
     finally:

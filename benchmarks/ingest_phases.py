@@ -37,7 +37,8 @@ from toolscore.collector.otlp.decode import decode_traces
 from toolscore.collector.pipeline.assign import AssignConfig, _summarise
 from toolscore.storage.conversations import assignments
 from toolscore.storage.plumbing.engine import create_engine
-from toolscore.storage.telemetry.spans import insert_keyed_spans, keyed_span_rows, span_values
+from toolscore.storage.telemetry.row_encode import span_values
+from toolscore.storage.telemetry.spans import insert_keyed_spans, keyed_span_rows
 from toolscore.storage.telemetry.traces import number_traces
 
 PHASES = ("rows", "numbers", "spans", "read", "insert", "upsert", "commit", "total")

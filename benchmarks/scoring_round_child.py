@@ -138,7 +138,8 @@ def _fill(url: str, conversations: int) -> int:
     from toolscore.collector.pipeline.assign import AssignConfig, assign_spans
     from toolscore.storage.migrate import upgrade
     from toolscore.storage.plumbing.engine import create_engine
-    from toolscore.storage.telemetry.spans import span_values, store_telemetry
+    from toolscore.storage.telemetry.row_encode import prepare_telemetry
+    from toolscore.storage.telemetry.spans import store_telemetry
 
     engine = create_engine(url)
     with engine.begin() as conn:
@@ -153,9 +154,8 @@ def _fill(url: str, conversations: int) -> int:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         spans = decode_traces(request).spans
-        cache: dict[int, str] = {}
         with engine.begin() as conn:
-            new = store_telemetry(conn, [span_values(s, at_ns, cache) for s in spans], [])
+            new = store_telemetry(conn, prepare_telemetry(spans, (), at_ns))
             assign_spans(conn, spans, received_at_ns=at_ns, config=AssignConfig(), numbered=new)
         stored += len(spans)
     engine.dispose()

@@ -59,7 +59,7 @@ def promote(
         raise PromoteError(f"no conversation {conversation_id!r}")
     rec = reconstruct(spans[conversation_id], logs[conversation_id], control_calls=control_calls)
     _, kept, rec = after_pruning(rec, pruned.get(conversation_id))
-    calls = [{"name": c["name"], "args": c["arguments"] or {}} for c in kept]
+    calls = [{"name": c.name, "args": c.arguments or {}} for c in kept]
     calls += [{"name": c.name, "args": c.arguments or {}} for c in rec.tool_calls]
     warnings = _warnings(rec, bool(calls))
     if warnings and not force:

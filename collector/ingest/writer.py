@@ -42,7 +42,8 @@ from toolscore.storage.database import Connection, Database
 from toolscore.storage.plumbing.dialect import write_transaction
 from toolscore.storage.plumbing.faults import data_fault
 from toolscore.storage.records import LogRecordData, SpanRecord
-from toolscore.storage.telemetry.spans import log_row, span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 log = logging.getLogger(__name__)
 
@@ -238,11 +239,9 @@ class IngestWriter:
                 unique.setdefault((span.trace_id, span.span_id), span)
         spans = list(unique.values())
         logs = [rec for item in batch for rec in item.logs]
-        cache: dict[int, str] = {}
-        span_rows = [span_values(s, now, cache) for s in spans]
-        log_rows = list({r["record_hash"]: r for r in (log_row(x, now) for x in logs)}.values())
+        rows = prepare_telemetry(spans, logs, now)
         with write_transaction(self._engine) as conn:
-            stored = StoredBatch(spans, logs, store_telemetry(conn, span_rows, log_rows))
+            stored = StoredBatch(spans, logs, store_telemetry(conn, rows))
             for hook in self._hooks:
                 hook.on_batch(conn, stored)
         self._metrics.commit_seconds.observe(time.perf_counter() - started)

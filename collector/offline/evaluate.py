@@ -156,18 +156,18 @@ def outcome_row(outcome: ConversationOutcome, metrics: Sequence[str]) -> dict[st
     row: dict[str, Any] = {"id": outcome.id, "status": outcome.status}
     if outcome.expectation_id is not None:
         row["expectation"] = f"{outcome.expectation_id}@{outcome.expectation_version}"
-    by_metric = {e["metric"]: e for e in outcome.evaluations}
+    by_metric = {e.metric: e for e in outcome.evaluations}
     details: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for name in metrics:
         evaluation = by_metric.get(name)
-        row[name] = None if evaluation is None else evaluation["score"]
+        row[name] = None if evaluation is None else evaluation.score
         if evaluation is None:
             errors[name] = outcome.error or f"not scored (conversation {outcome.status})"
             continue
-        details[name] = evaluation["details"]
-        if evaluation["error"]:
-            errors[name] = evaluation["error"]
+        details[name] = evaluation.details
+        if evaluation.error:
+            errors[name] = evaluation.error
     row["details"] = details
     if errors:
         row["errors"] = errors

@@ -12,27 +12,26 @@ the first user message and one assistant message with every call, in order.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from toolscore.collector.reconstruction.rebuild import ReconstructedCall, Reconstruction
+from toolscore.storage.history.rows import CallRow
 from toolscore.storage.retention.spans import Carried
-
-_ROW_ONLY = ("id", "conversation_id", "revision")
 
 
 def after_pruning(
     rec: Reconstruction, carried: Carried | None
-) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], ...], Reconstruction]:
-    """(messages to score, carried ``tool_calls`` rows, ``rec`` with the new calls renumbered
-    after the carried ones and the conversation's first user message)."""
+) -> tuple[list[dict[str, Any]], tuple[CallRow, ...], Reconstruction]:
+    """(messages to score, carried tool calls, ``rec`` with the new calls renumbered after the
+    carried ones and the conversation's first user message)."""
     if carried is None:
         return list(rec.messages), (), rec
-    kept = tuple({k: v for k, v in c.items() if k not in _ROW_ONLY} for c in carried.calls)
+    kept = carried.calls
     new = _without_replay(kept, rec.tool_calls)
     renumbered = tuple(dataclasses.replace(c, position=len(kept) + i) for i, c in enumerate(new))
     first = carried.first_user_message or rec.first_user_message
-    predicted = [{"name": c["name"], "args": c["arguments"] or {}} for c in kept]
+    predicted = [{"name": c.name, "args": c.arguments or {}} for c in kept]
     predicted += [{"name": c.name, "args": c.arguments or {}} for c in new]
     messages: list[dict[str, Any]] = []
     if first:
@@ -43,14 +42,14 @@ def after_pruning(
     return messages, kept, rebuilt
 
 
-def _same(stored: Mapping[str, Any], call: ReconstructedCall) -> bool:
-    if stored["call_id"] and call.call_id:
-        return bool(stored["call_id"] == call.call_id)
-    return bool(stored["name"] == call.name and stored["arguments"] == call.arguments)
+def _same(stored: CallRow, call: ReconstructedCall) -> bool:
+    if stored.call_id and call.call_id:
+        return stored.call_id == call.call_id
+    return bool(stored.name == call.name and stored.arguments == call.arguments)
 
 
 def _without_replay(
-    kept: Sequence[Mapping[str, Any]], calls: Sequence[ReconstructedCall]
+    kept: Sequence[CallRow], calls: Sequence[ReconstructedCall]
 ) -> Sequence[ReconstructedCall]:
     for m in range(min(len(kept), len(calls)), 0, -1):
         tail = kept[len(kept) - m :]

@@ -6,6 +6,7 @@ argument wrong. Metrics that ignore the arguments of those tools still score.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from toolscore.collector.reconstruction.conventions.capture import capture_hint
 from toolscore.collector.reconstruction.rebuild import ReconstructedCall
 from toolscore.scorer import MetricInstance
 from toolscore.scorer.comparators import Ignore
+from toolscore.storage.history.rows import CallRow, EvaluationRow
 
 __all__ = [
     "LABEL_NOT_EVALUATED",
@@ -38,14 +40,14 @@ class Unrecorded:
 
 
 def unrecorded(
-    calls: Sequence[ReconstructedCall], stored: Sequence[Mapping[str, Any]] = ()
+    calls: Sequence[ReconstructedCall], stored: Sequence[CallRow] = ()
 ) -> list[Unrecorded]:
-    """The calls without recorded arguments: ``stored`` ``tool_calls`` rows (carried over from
-    pruned telemetry: no arguments and no raw text) then the rebuilt ``calls``."""
+    """The calls without recorded arguments: ``stored`` calls (carried over from pruned
+    telemetry: no arguments and no raw text) then the rebuilt ``calls``."""
     out = [
-        Unrecorded(r["position"], r["name"], capture_hint(r.get("convention") or "", None))
+        Unrecorded(r.position, r.name, capture_hint(r.convention or "", None))
         for r in stored
-        if r.get("arguments") is None and r.get("arguments_raw") is None
+        if r.arguments is None and r.arguments_raw is None
     ]
     out += [
         Unrecorded(c.position, c.name, c.capture_hint) for c in calls if not c.arguments_recorded
@@ -73,27 +75,29 @@ def not_evaluated(details: object) -> bool:
 
 
 def mark_not_evaluated(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[EvaluationRow],
     instances: Mapping[str, MetricInstance],
     missing: Sequence[Unrecorded],
     total: int,
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[EvaluationRow, ...]:
     """``rows`` (one per metric instance) with those that compare unrecorded arguments replaced
     by a ``not_evaluated`` row: no score, the label and the reason in ``details``. ``total``:
     how many calls the conversation has."""
     if not missing:
         return tuple(rows)
-    out: list[dict[str, Any]] = []
+    out: list[EvaluationRow] = []
     for row in rows:
-        instance = instances.get(row["metric"])
-        if row.get("error") or instance is None:
+        instance = instances.get(row.metric)
+        if row.error or instance is None:
             out.append(row)  # not scorable for another reason, which it already gives
             continue
         compared = [c for c in missing if compares_arguments(instance, c.name)]
         if not compared:
             out.append(row)
             continue
-        out.append({**row, "score": None, "error": None, "details": _details(compared, total)})
+        out.append(
+            dataclasses.replace(row, score=None, error=None, details=_details(compared, total))
+        )
     return tuple(out)
 
 

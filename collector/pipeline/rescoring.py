@@ -78,7 +78,7 @@ def unchanged(computed: Any, current: Sequence[Mapping[str, Any]]) -> bool:
         for r in current
     ):
         return False
-    new = {e["metric"]: _normal({k: e.get(k) for k in _COMPARED}) for e in computed.evaluations}
+    new = {e.metric: _normal({k: getattr(e, k) for k in _COMPARED}) for e in computed.evaluations}
     old = {r["metric"]: _normal({k: r[k] for k in _COMPARED}) for r in current}
     return new == old
 

@@ -10,6 +10,7 @@ locks held), ``_write`` records a new revision for every conversation still owne
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,8 @@ from toolscore.storage.conversations.reading import ScoringHead, heads_and_trace
 from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
 from toolscore.storage.database import Connection, Engine
 from toolscore.storage.expectations.templates import TemplateError, fill
-from toolscore.storage.history.evaluations import Revision, write_revisions
+from toolscore.storage.history.evaluations import write_revisions
+from toolscore.storage.history.rows import CallRow, EvaluationRow, Revision
 from toolscore.storage.plumbing.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.retention import spans as retention
@@ -62,47 +64,43 @@ def _count_reference(reference: Sequence[Any] | None) -> int:
 
 def _evaluate(
     config: ScoringConfig, names: Sequence[str] | None, user_input: Any, reference: Any
-) -> tuple[tuple[dict[str, Any], ...], str | None]:
-    """One evaluation row (without bookkeeping columns) per metric instance; or a sample error."""
+) -> tuple[tuple[EvaluationRow, ...], str | None]:
+    """One evaluation row per metric instance; or a sample error."""
     try:
         sample = parse_sample({"user_input": user_input, "reference_tool_calls": reference})
     except SampleError as exc:
         return (), f"cannot build the scorer's sample: {exc}"
     predicted, expected = sample.predicted_tool_calls, sample.reference_tool_calls
-    counts = {"predicted_count": len(predicted), "expected_count": _count_reference(expected)}
-    rows: list[dict[str, Any]] = []
+    n_predicted, n_expected = len(predicted), _count_reference(expected)
+    rows: list[EvaluationRow] = []
     for name in names if names is not None else list(config.instances):
         instance = config.instances.get(name)
         if instance is None:
+            error = (
+                f"the expectation names metric instance {name!r}, which the scoring config "
+                f"does not define (defined: {', '.join(config.instances)})"
+            )
             rows.append(
-                {
-                    "metric": name,
-                    "metric_type": "unknown",
-                    "metric_config": {},
-                    "score": None,
-                    "error": f"the expectation names metric instance {name!r}, which the "
-                    f"scoring config does not define (defined: {', '.join(config.instances)})",
-                    "details": {},
-                    **counts,
-                }
+                EvaluationRow(name, "unknown", {}, None, error, {}, n_predicted, n_expected)
             )
             continue
         result = instance.score(predicted, expected)
         rows.append(
-            {
-                "metric": instance.name,
-                "metric_type": instance.type,
-                "metric_config": instance.options_dict(),
-                "score": result.value,
-                "error": result.error,
-                "details": dict(result.details),
-                **counts,
-            }
+            EvaluationRow(
+                metric=instance.name,
+                metric_type=instance.type,
+                metric_config=instance.options_dict(),
+                score=result.value,
+                error=result.error,
+                details=dict(result.details),
+                predicted_count=n_predicted,
+                expected_count=n_expected,
+            )
         )
     return tuple(rows), None
 
 
-def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[dict[str, Any], ...]:
+def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[CallRow, ...]:
     """``tool_calls`` rows the database can hold (``toolscore.storage.plumbing.storable``); each
     value
     that had to change is named in ``notes``, and ``arguments_raw`` keeps the original
@@ -129,17 +127,17 @@ def _call_rows(calls: Sequence[ReconstructedCall], notes: list[str]) -> tuple[di
                 "are stored as U+FFFD; arguments_raw keeps the original escaped)"
             )
         rows.append(
-            {
-                "position": c.position,
-                "name": name,
-                "arguments": arguments,
-                "arguments_raw": raw,
-                "arguments_ok": c.arguments_ok,
-                "call_id": call_id,
-                "trace_id": c.trace_id,
-                "span_id": c.span_id,
-                "convention": c.convention,
-            }
+            CallRow(
+                position=c.position,
+                name=name,
+                arguments=arguments,
+                arguments_raw=raw,
+                arguments_ok=c.arguments_ok,
+                call_id=call_id,
+                trace_id=c.trace_id,
+                span_id=c.span_id,
+                convention=c.convention,
+            )
         )
     return tuple(rows)
 
@@ -148,22 +146,26 @@ def _text_or_none(text: str | None) -> str | None:
     return None if text is None else storable_text(text)
 
 
+def _with_details(rows: Sequence[EvaluationRow], **more: Any) -> tuple[EvaluationRow, ...]:
+    return tuple(dataclasses.replace(r, details={**(r.details or {}), **more}) for r in rows)
+
+
 def _storable_evaluations(
-    rows: Sequence[dict[str, Any]], notes: list[str]
-) -> tuple[dict[str, Any], ...]:
+    rows: Sequence[EvaluationRow], notes: list[str]
+) -> tuple[EvaluationRow, ...]:
     """Evaluation rows the database can hold; ``notes`` (what had to change in this
     conversation's stored values) go into every row's details as ``storage_notes``."""
     fixed = []
     for row in rows:
-        details, why = storable_json(row["details"])
+        details, why = storable_json(row.details)
         if why is not None:
-            notes.append(f"{row['metric']} details: {why}")
+            notes.append(f"{row.metric} details: {why}")
         fixed.append((row, details if isinstance(details, dict) else {}))
     out = []
     for row, details in fixed:
         if notes:
             details = {**details, "storage_notes": list(notes)}
-        out.append({**row, "details": details, "error": _text_or_none(row["error"])})
+        out.append(dataclasses.replace(row, details=details, error=_text_or_none(row.error)))
     return tuple(out)
 
 
@@ -241,9 +243,9 @@ def _compute_one(
     missing = unrecorded(rec.tool_calls, kept)  # not evaluable is not zero
     rows = mark_not_evaluated(rows, config.instances, missing, len(calls))
     if filled:  # what the templates took, so the history explains the reference it used
-        rows = tuple({**r, "details": {**r["details"], "template_values": filled}} for r in rows)
+        rows = _with_details(rows, template_values=filled)
     if warning is not None:  # the score is given, marked: the views and the write-back say so
-        rows = tuple({**r, "details": {**(r["details"] or {}), "warning": warning}} for r in rows)
+        rows = _with_details(rows, warning=warning)
     return _Computed(
         status=STATUS_ERROR if error else STATUS_SCORED,
         evaluations=_storable_evaluations(rows, notes),
@@ -363,7 +365,7 @@ def write(
             revision=written[x.conversation_id],
             expectation_id=x.expectation_id,
             expectation_version=x.expectation_version,
-            scores={e["metric"]: e["score"] for e in x.evaluations},
+            scores={e.metric: e.score for e in x.evaluations},
             error=x.error,
             unmatched_reason=x.unmatched_reason,
             warning=x.warning,

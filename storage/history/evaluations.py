@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -38,32 +37,9 @@ from sqlalchemy.types import TypeEngine
 
 from toolscore.storage.base import UtcDateTime
 from toolscore.storage.conversations.tables import conversations, evaluations, tool_calls
+from toolscore.storage.history.rows import CallRow, EvaluationRow, Revision
 from toolscore.storage.plumbing.dialect import bulk_insert, in_ids, lock_statement
 from toolscore.storage.plumbing.row_lists import update_each
-
-
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """One conversation's scoring result, ready to be stored as its next revision.
-
-    ``evaluations`` and ``calls`` are rows of ``evaluations`` / ``tool_calls`` without their
-    bookkeeping columns (conversation, revision, expectation, time), all values storable.
-    """
-
-    conversation_id: str
-    status: str
-    trace_id: str
-    root_span_id: str | None
-    first_user_message: str | None = None
-    expectation_id: str | None = None
-    expectation_version: int | None = None
-    evaluations: tuple[dict[str, Any], ...] = ()
-    calls: tuple[dict[str, Any], ...] = ()
-    error: str | None = None
-    unmatched_reason: str | None = None  # why no expectation was found (status unmatched)
-    warning: str | None = None  # tool-like spans from which no call was rebuilt
-    service_name: str | None = None  # the resource's service.name (coverage)
-    agent_name: str | None = None  # a span's gen_ai.agent.name (coverage)
 
 
 def _lock_owned(conn: Connection, ids: Sequence[str], claimed_by: str | None) -> dict[str, int]:
@@ -121,14 +97,44 @@ def write_revisions(
             "expectation_version": x.expectation_version,
             "created_at": now,
         }
-        eval_rows += [{**e, **keys} for e in x.evaluations]
-        call_rows += [{**k, "conversation_id": x.conversation_id, "revision": rev} for k in x.calls]
+        eval_rows += [_evaluation_row(e, keys) for e in x.evaluations]
+        call_rows += [_call_row(c, x.conversation_id, rev) for c in x.calls]
         seen = (seen_ns or {}).get(x.conversation_id)
         conv_rows.append(_conversation_row(x, rev, now, seen))
     bulk_insert(conn, evaluations, eval_rows)
     bulk_insert(conn, tool_calls, call_rows)
     update_each(conn, "evaluations.conversation", _update_conversation, _ROW_TYPES, conv_rows)
     return written
+
+
+def _evaluation_row(e: EvaluationRow, keys: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "metric": e.metric,
+        "metric_type": e.metric_type,
+        "metric_config": e.metric_config,
+        "score": e.score,
+        "error": e.error,
+        "details": e.details,
+        "predicted_count": e.predicted_count,
+        "expected_count": e.expected_count,
+        **keys,
+    }
+
+
+def _call_row(c: CallRow, conversation_id: str, revision: int) -> dict[str, Any]:
+    return {
+        "position": c.position,
+        "name": c.name,
+        "arguments": c.arguments,
+        "arguments_raw": c.arguments_raw,
+        "arguments_ok": c.arguments_ok,
+        "call_id": c.call_id,
+        "trace_id": c.trace_id,
+        "span_id": c.span_id,
+        "convention": c.convention,
+        "conversation_id": conversation_id,
+        "revision": revision,
+    }
 
 
 def _conversation_row(x: Revision, rev: int, now: dt.datetime, seen: int | None) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Connection, select
 
 from toolscore.storage.conversations.tables import conversations, evaluations
+from toolscore.storage.history.rows import EvaluationRow, evaluation_from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +18,7 @@ class ConversationOutcome:
     expectation_id: str | None
     expectation_version: int | None
     error: str | None
-    evaluations: tuple[dict[str, Any], ...]  # the current revision's rows, by metric name order
+    evaluations: tuple[EvaluationRow, ...]  # the current revision's, in the order written
 
 
 def outcomes(conn: Connection, chunk: int = 500) -> Iterator[ConversationOutcome]:
@@ -35,14 +35,14 @@ def outcomes(conn: Connection, chunk: int = 500) -> Iterator[ConversationOutcome
         if not rows:
             return
         ids = [r.id for r in rows]
-        found: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+        found: dict[str, list[EvaluationRow]] = {i: [] for i in ids}
         query = (
             select(evaluations)
             .where(e.conversation_id.in_(ids), e.is_current.is_(True))
             .order_by(e.conversation_id, e.id)
         )
         for evaluation in conn.execute(query).mappings():
-            found[evaluation["conversation_id"]].append(dict(evaluation))
+            found[evaluation["conversation_id"]].append(evaluation_from_row(evaluation))
         for r in rows:
             yield ConversationOutcome(
                 r.id,

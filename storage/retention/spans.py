@@ -42,6 +42,7 @@ from toolscore.storage.conversations.tables import (
     conversations,
     tool_calls,
 )
+from toolscore.storage.history.rows import CallRow, call_from_row
 from toolscore.storage.plumbing.chunks import chunks
 from toolscore.storage.plumbing.dialect import in_ids, skip_locked, take_write_lock
 from toolscore.storage.telemetry.spans import log_records_table, spans_table
@@ -63,7 +64,7 @@ class Carried:
     """What a scoring of a pruned conversation starts from (see the module docstring)."""
 
     through_ns: int  # telemetry received up to this was deleted (or is being deleted)
-    calls: tuple[dict[str, Any], ...]  # the current revision's first pruned_calls tool calls
+    calls: tuple[CallRow, ...]  # the current revision's first pruned_calls tool calls
     first_user_message: str | None
 
 
@@ -287,7 +288,7 @@ def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
         rows = conn.execute(_marked(conn.dialect), {"ids": chunk}).all()
         if not rows:
             continue
-        calls: dict[str, list[dict[str, Any]]] = {str(r.id): [] for r in rows}
+        calls: dict[str, list[CallRow]] = {str(r.id): [] for r in rows}
         keep = {str(r.id): (r.revision, r.pruned_calls or 0) for r in rows}
         query = (
             select(tool_calls)
@@ -297,7 +298,7 @@ def carried(conn: Connection, ids: Sequence[str]) -> dict[str, Carried]:
         for call in conn.execute(query).mappings():
             revision, count = keep[call["conversation_id"]]
             if call["revision"] == revision and call["position"] < count:
-                calls[call["conversation_id"]].append(dict(call))
+                calls[call["conversation_id"]].append(call_from_row(call))
         for r in rows:
             out[str(r.id)] = Carried(
                 int(r.pruned_through_ns), tuple(calls[str(r.id)]), r.first_user_message

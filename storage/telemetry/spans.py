@@ -9,14 +9,10 @@ bytes -> ``{"$bytes": base64}``, non-finite doubles -> ``{"$float": "NaN" | "Inf
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, cast
 
-import orjson
 from sqlalchemy import (
     Connection,
     Index,
@@ -38,12 +34,18 @@ from toolscore.storage.plumbing.dialect import (
     json_text,
 )
 from toolscore.storage.plumbing.row_lists import each_id
-from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.row_decode import (
     SPAN_READ_COLUMNS,
     attributes_from_json,
     decode_spans,
     from_json_value,
+)
+from toolscore.storage.telemetry.row_encode import (
+    KEYED_SPAN_COLUMNS,
+    SPAN_JSON_COLUMNS,
+    TelemetryBatch,
+    prepare_telemetry,
 )
 from toolscore.storage.telemetry.traces import number_traces, traces_table
 
@@ -99,179 +101,15 @@ spans_table = cast(Table, Span.__table__)
 log_records_table = cast(Table, LogRecord.__table__)
 
 
-# --- JSON-safe values ------------------------------------------------------------------------
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def to_json_value(value: Any) -> Any:
-    """An attribute value as JSON-storable data (tags bytes, NaN/inf and NUL-bearing strings)."""
-    if isinstance(value, str):
-        return {"$str": _b64(value.encode("utf-8"))} if "\x00" in value else value
-    if isinstance(value, bool | int) or value is None:
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return {
-            "$float": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-        }
-    if isinstance(value, bytes):
-        return {"$bytes": _b64(value)}
-    if isinstance(value, Mapping):
-        return {_safe_text(str(k)): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
-    return str(value)
-
-
-def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``attributes`` as JSON-storable data (the same object when nothing needs tagging)."""
-    # Fast path: the usual attribute set (strings, ints, bools, finite floats) needs no copy.
-    for key, value in attributes.items():
-        if "\x00" in key:
-            break
-        kind = type(value)
-        if kind is str:
-            if "\x00" in value:
-                break
-        elif kind is int or kind is bool:
-            continue
-        elif kind is not float or value - value != 0.0:  # NaN and infinities fail this
-            break
-    else:
-        return attributes
-    return {_safe_text(k): to_json_value(v) for k, v in attributes.items()}
-
-
-def _safe_text(text: str) -> str:
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
-# --- rows ------------------------------------------------------------------------------------
-
-
-def span_row(span: SpanRecord, received_at_ns: int) -> dict[str, Any]:
-    """The ``spans`` row for ``span`` (column name -> value)."""
-    return {
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_span_id": span.parent_span_id,
-        "name": _safe_text(span.name),
-        "kind": span.kind,
-        "start_ns": span.start_ns,
-        "end_ns": span.end_ns,
-        "status_code": span.status_code,
-        "status_message": _safe_text(span.status_message),
-        "attributes": attributes_to_json(span.attributes),
-        "resource_attributes": attributes_to_json(span.resource_attributes),
-        "scope_name": _safe_text(span.scope_name),
-        "scope_version": _safe_text(span.scope_version),
-        "events": _events_json(span.events),
-        "links": _links_json(span.links),
-        "received_at_ns": received_at_ns,
-    }
-
-
-SPAN_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
-    "status_code", "status_message", "attributes", "resource_attributes", "scope_name",
-    "scope_version", "events", "links", "received_at_ns",
-)  # fmt: skip
-KEYED_SPAN_COLUMNS = (*SPAN_COLUMNS, "trace_seq")  # what store_telemetry inserts
-SPAN_JSON_COLUMNS = frozenset({"attributes", "resource_attributes", "events", "links"})
-
-
-def dumps(value: Any) -> str:
-    """JSON text of a JSON-storable value (see :func:`to_json_value`)."""
-    return orjson.dumps(value).decode("utf-8")
-
-
-def span_values(span: SpanRecord, received_at_ns: int, cache: dict[int, str]) -> tuple[Any, ...]:
-    """The ``spans`` row for ``span`` as a tuple in SPAN_COLUMNS order, JSON already serialised
-    (the ingest fast path). ``cache`` memoises JSON of shared resource attribute mappings; it
-    must not outlive the spans it was used with."""
-    resource = span.resource_attributes
-    resource_json = cache.get(id(resource))
-    if resource_json is None:
-        resource_json = cache[id(resource)] = dumps(attributes_to_json(resource))
-    return (
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
-        _safe_text(span.name),
-        span.kind,
-        span.start_ns,
-        span.end_ns,
-        span.status_code,
-        _safe_text(span.status_message),
-        dumps(attributes_to_json(span.attributes)),
-        resource_json,
-        _safe_text(span.scope_name),
-        _safe_text(span.scope_version),
-        dumps(_events_json(span.events)) if span.events else "[]",
-        dumps(_links_json(span.links)) if span.links else "[]",
-        received_at_ns,
-    )
-
-
-def _events_json(events: Sequence[SpanEvent]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": _safe_text(e.name),
-            "time_ns": e.time_ns,
-            "attributes": attributes_to_json(e.attributes),
-        }
-        for e in events
-    ]
-
-
-def _links_json(links: Sequence[SpanLink]) -> list[dict[str, Any]]:
-    return [
-        {
-            "trace_id": lk.trace_id,
-            "span_id": lk.span_id,
-            "attributes": attributes_to_json(lk.attributes),
-        }
-        for lk in links
-    ]
-
-
-def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
-    """The ``log_records`` row for ``record``; ``record_hash`` identifies its content."""
-    row: dict[str, Any] = {
-        "trace_id": record.trace_id,
-        "span_id": record.span_id,
-        "time_ns": record.time_ns,
-        "observed_time_ns": record.observed_time_ns,
-        "severity_number": record.severity_number,
-        "severity_text": _safe_text(record.severity_text),
-        "event_name": _safe_text(record.event_name),
-        "body": to_json_value(record.body),
-        "attributes": attributes_to_json(record.attributes),
-        "resource_attributes": attributes_to_json(record.resource_attributes),
-        "scope_name": _safe_text(record.scope_name),
-        "scope_version": _safe_text(record.scope_version),
-    }
-    digest = hashlib.sha256(orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    row["record_hash"] = digest
-    row["received_at_ns"] = received_at_ns
-    return row
-
-
-def store_telemetry(
-    conn: Connection, span_rows: Sequence[tuple[Any, ...]], log_rows: Sequence[Mapping[str, Any]]
-) -> frozenset[str]:
-    """Insert an ingest batch (rows of :func:`span_values` and :func:`log_row`); rows already
-    stored (a resend) are skipped (``ON CONFLICT DO NOTHING``; COPY on PostgreSQL). The spans'
-    traces are numbered first (storage/telemetry/traces.py), under locks held until the caller
-    commits.
+def store_telemetry(conn: Connection, batch: TelemetryBatch) -> frozenset[str]:
+    """Insert an ingest batch; rows already stored (a resend) are skipped (``ON CONFLICT DO
+    NOTHING``; COPY on PostgreSQL). The spans' traces are numbered first
+    (storage/telemetry/traces.py), under locks held until the caller commits.
     Returns the traces this transaction numbered (``Numbered.new``)."""
+    span_rows = batch.span_rows
     numbered = number_traces(conn, {row[0] for row in span_rows})
     insert_keyed_spans(conn, keyed_span_rows(span_rows, numbered.numbers))
-    insert_ignore_duplicates(conn, log_records_table, log_rows)
+    insert_ignore_duplicates(conn, log_records_table, batch.log_rows)
     return numbered.new
 
 
@@ -298,8 +136,7 @@ def store_spans(
 ) -> frozenset[str]:
     """Store ``spans`` as ingest does (tests and tools that write spans directly); returns
     what :func:`store_telemetry` returns."""
-    cache: dict[int, str] = {}
-    return store_telemetry(conn, [span_values(s, received_at_ns, cache) for s in spans], ())
+    return store_telemetry(conn, prepare_telemetry(spans, (), received_at_ns))
 
 
 def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:

@@ -12,14 +12,13 @@ from toolscore.storage.plumbing.dialect import (
     insert_tuples_ignore_duplicates,
 )
 from toolscore.storage.records import LogRecordData, SpanRecord
-from toolscore.storage.telemetry.spans import (
+from toolscore.storage.telemetry.row_encode import (
     SPAN_COLUMNS,
     SPAN_JSON_COLUMNS,
-    log_records_table,
     log_row,
     span_values,
-    spans_table,
 )
+from toolscore.storage.telemetry.spans import log_records_table, spans_table
 
 
 def store_unnumbered(

@@ -25,7 +25,8 @@ from toolscore.scorer import default_config, parse_sample
 from toolscore.storage.conversations.tables import conversations, tool_calls
 from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 from toolscore.storage.records import LogRecordData, SpanRecord
-from toolscore.storage.telemetry.spans import log_row, span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 NOW = dt.datetime(2026, 12, 7, 6, 0, tzinfo=dt.UTC)
 RECORDINGS = ["semantic-kernel-multi-turn.json", "semantic-kernel-streaming-multi-turn.json"]
@@ -57,10 +58,7 @@ def _ingest(engine: Engine, batches: list[tuple[list[SpanRecord], list[LogRecord
     for i, (spans, logs) in enumerate(batches):
         at = 10**18 + i
         with engine.begin() as conn:
-            cache: dict[int, str] = {}
-            numbered = store_telemetry(
-                conn, [span_values(s, at, cache) for s in spans], [log_row(g, at) for g in logs]
-            )
+            numbered = store_telemetry(conn, prepare_telemetry(spans, logs, at))
             assign_spans(
                 conn,
                 spans,

@@ -31,6 +31,7 @@ from toolscore.collector.reconstruction.conventions.capture import (
 )
 from toolscore.collector.reconstruction.rebuild import reconstruct
 from toolscore.scorer import parse_config
+from toolscore.storage.history.rows import CallRow, EvaluationRow
 
 
 def _config() -> Any:
@@ -58,18 +59,18 @@ def test_which_metrics_compare_arguments_of_which_tools() -> None:
     assert compares_arguments(instances["search_ids_ignored"], "get_weather")
 
 
-def _row(metric: str, score: float | None = 0.0, error: str | None = None) -> dict[str, Any]:
-    return {"metric": metric, "score": score, "error": error, "details": {"reasons": []}}
+def _row(metric: str, score: float | None = 0.0, error: str | None = None) -> EvaluationRow:
+    return EvaluationRow(metric, "tool_call_accuracy", {}, score, error, {"reasons": []}, 1, 1)
 
 
 def test_only_rows_comparing_unrecorded_arguments_become_not_evaluated() -> None:
     instances = _config().instances
     missing = [Unrecorded(1, "get_weather", "set X=true")]
     rows = [_row(m) for m in instances] + [_row("broken", None, "no such metric")]
-    out = {r["metric"]: r for r in mark_not_evaluated(rows, instances, missing, total=3)}
+    out = {r.metric: r for r in mark_not_evaluated(rows, instances, missing, total=3)}
     for metric in ("accuracy", "f1"):
-        assert out[metric]["score"] is None and out[metric]["error"] is None
-        details = out[metric]["details"]
+        assert out[metric].score is None and out[metric].error is None
+        details = out[metric].details
         assert details["label"] == "not_evaluated"
         assert details["arguments_not_recorded"] == [{"position": 1, "name": "get_weather"}]
         assert details["reason"] == (
@@ -77,7 +78,7 @@ def test_only_rows_comparing_unrecorded_arguments_become_not_evaluated() -> None
             "and this metric compares arguments; to record them, set X=true"
         )
     assert out["names_only"] == _row("names_only")
-    assert out["search_ids_ignored"]["details"]["label"] == "not_evaluated"  # get_weather's
+    assert out["search_ids_ignored"].details["label"] == "not_evaluated"  # get_weather's
     assert out["broken"] == _row("broken", None, "no such metric")
     assert mark_not_evaluated(rows, instances, [], total=3) == tuple(rows)
 
@@ -98,8 +99,10 @@ def test_absent_arguments_are_told_apart_from_empty_ones() -> None:
     assert rec.tool_calls[0].capture_hint == OTEL_GENAI
     assert [c.capture_hint for c in rec.tool_calls[1:]] == [None, None]
     assert [u.position for u in unrecorded(rec.tool_calls)] == [0]
-    stored = [{"position": 0, "name": "old", "arguments": None, "arguments_raw": None}]
-    stored.append({"position": 1, "name": "older", "arguments": {}, "arguments_raw": None})
+    stored = [
+        CallRow(0, "old", None, None, True, None, "t", None, "openai"),
+        CallRow(1, "older", {}, None, True, None, "t", None, "openai"),
+    ]
     assert [u.name for u in unrecorded(rec.tool_calls, stored)] == ["old", "get_weather"]
 
 

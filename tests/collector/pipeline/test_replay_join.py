@@ -23,7 +23,8 @@ from toolscore.scorer import default_config
 from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 from toolscore.storage.records import SpanRecord
-from toolscore.storage.telemetry.spans import span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 from .test_warning import NOW
 
@@ -40,7 +41,7 @@ def _traces() -> list[list[SpanRecord]]:
 
 def _ingest(engine: Engine, batch: Sequence[SpanRecord], at_ns: int, window_s: float) -> None:
     with engine.begin() as conn:
-        numbered = store_telemetry(conn, [span_values(s, at_ns, {}) for s in batch], [])
+        numbered = store_telemetry(conn, prepare_telemetry(batch, (), at_ns))
         config = AssignConfig(replay_window_s=window_s)
         assign_spans(conn, batch, received_at_ns=at_ns, config=config, numbered=numbered)
 

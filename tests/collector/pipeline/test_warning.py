@@ -26,7 +26,8 @@ from toolscore.storage.conversations.backlog import WITH_WARNING, conversations_
 from toolscore.storage.conversations.tables import conversations, evaluations
 from toolscore.storage.expectations.repository import ExpectationData, import_expectations
 from toolscore.storage.plumbing.engine import create_engine
-from toolscore.storage.telemetry.spans import log_row, span_values, store_telemetry
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import store_telemetry
 
 NOW = dt.datetime.now(dt.UTC)
 
@@ -53,9 +54,7 @@ def _store(engine: Engine, name: str) -> None:
             ],
             now=NOW,
         )
-        numbered = store_telemetry(
-            conn, [span_values(s, 1, {}) for s in spans], [log_row(g, 1) for g in logs]
-        )
+        numbered = store_telemetry(conn, prepare_telemetry(spans, logs, 1))
         assign_spans(
             conn,
             spans,

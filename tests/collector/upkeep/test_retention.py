@@ -28,13 +28,8 @@ from toolscore.storage.history import rescore_runs as runs
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.retention.span_pruning import PruneLimits, prune
-from toolscore.storage.telemetry.spans import (
-    log_records_table,
-    log_row,
-    span_values,
-    spans_table,
-    store_telemetry,
-)
+from toolscore.storage.telemetry.row_encode import prepare_telemetry
+from toolscore.storage.telemetry.spans import log_records_table, spans_table, store_telemetry
 
 DAY = 86_400 * NS
 T_OLD = 1_700_000_000 * NS  # 2023-11-14: received then
@@ -105,9 +100,7 @@ def store(
     engine: Engine, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData], at_ns: int
 ) -> None:
     with engine.begin() as conn:
-        cache: dict[int, str] = {}
-        rows = [span_values(s, at_ns, cache) for s in spans]
-        store_telemetry(conn, rows, [log_row(r, at_ns) for r in logs])
+        store_telemetry(conn, prepare_telemetry(spans, logs, at_ns))
         assign_spans(
             conn,
             spans,

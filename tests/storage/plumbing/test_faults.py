@@ -18,7 +18,8 @@ from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.plumbing.faults import data_fault
-from toolscore.storage.telemetry.spans import SPAN_COLUMNS, store_telemetry
+from toolscore.storage.records import SpanRecord
+from toolscore.storage.telemetry.spans import store_spans
 
 
 def _engine(url: str) -> Engine:
@@ -26,19 +27,13 @@ def _engine(url: str) -> Engine:
     return create_engine(url)
 
 
-def _span_row(start_ns: int) -> tuple[object, ...]:
-    values: dict[str, object] = {
-        "trace_id": "1" * 32, "span_id": "2" * 16, "parent_span_id": None, "name": "n",
-        "kind": 1, "start_ns": start_ns, "end_ns": 1, "status_code": 0, "status_message": "",
-        "attributes": "{}", "resource_attributes": "{}", "scope_name": "", "scope_version": "",
-        "events": "[]", "links": "[]", "received_at_ns": 1,
-    }  # fmt: skip
-    return tuple(values[c] for c in SPAN_COLUMNS)
+def _span(start_ns: int) -> SpanRecord:
+    return SpanRecord("1" * 32, "2" * 16, None, "n", 1, start_ns, 1)
 
 
 def _error_of_insert(engine: Engine, start_ns: int) -> BaseException:
     with pytest.raises(Exception) as info, engine.begin() as conn:
-        store_telemetry(conn, [_span_row(start_ns)], ())
+        store_spans(conn, [_span(start_ns)], 1)
     return info.value
 
 
