@@ -26,7 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscore.collector.reconstruction.agent_input import first_user_words
+from toolscore.collector.reconstruction.agent_input import (
+    first_user_words,
+    unwrap_user_messages,
+)
 from toolscore.collector.reconstruction.cautions import (
     disagreements,
     unread_calls,
@@ -252,6 +255,7 @@ def _reconstruct(
     cautions: list[str] = []
     executions = confirm(executions, evidence(exchanges, params, canon), cautions)
     exchanges = split_merged(exchanges, executions, canon, cautions)
+    exchanges = unwrap_user_messages(exchanges, spans)
     transcript = _Transcript(canon)
     for exchange in _dedupe(exchanges, spans, canon):
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))

@@ -47,12 +47,6 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
-CREWAI = (
-    "CrewAI through OpenInference: the calls are right, but the transcript is not — the model "
-    "sees each question as 'Current Task: ...' inside its prompt, and turn 2's replayed "
-    "question comes back as a second user message"
-)
-NOT_YET.update({("crewai-openinference", style): CREWAI for style in STYLES})
 DSPY = (
     "DSPy ReAct through OpenInference: tool spans named '<tool>.__call__' with no tool-name "
     "attribute and arguments as {'kwargs': {...}} are kept as recorded (with a warning), though "

@@ -199,12 +199,16 @@ def _messages(
     return first or second
 
 
+def operation(attrs: Attributes) -> str:
+    """``gen_ai.operation.name`` as text ("" when absent or not a string)."""
+    value = attrs.get("gen_ai.operation.name")
+    return value if isinstance(value, str) else ""
+
+
 def has_legacy_messages(span: SpanRecord) -> bool:
     """A model call whose messages are only in ``gen_ai.prompt`` / ``gen_ai.completion``."""
     attrs = span.attributes
-    model_call = attrs.get("gen_ai.operation.name") in MODEL_OPERATIONS or (
-        attrs.get("langsmith.span.kind") == "llm"
-    )
+    model_call = operation(attrs) in MODEL_OPERATIONS or (attrs.get("langsmith.span.kind") == "llm")
     return model_call and (LEGACY_INPUT in attrs or LEGACY_OUTPUT in attrs)
 
 
@@ -224,7 +228,7 @@ class OtelGenAI:
         sources: list[Attributes] = [span.attributes]
         sources += [e.attributes for e in span.events if e.name == DETAILS_EVENT]
         out: list[Observation] = []
-        summary = span.attributes.get("gen_ai.operation.name") in INVOCATIONS
+        summary = operation(span.attributes) in INVOCATIONS
         for attrs in sources:
             if (
                 INPUT in attrs

@@ -11,10 +11,14 @@ from toolscore.collector.reconstruction.rebuild import reconstruct
 
 
 def test_beeai_and_crewai_give_the_users_words() -> None:
+    """Each turn is one user message in the user's words, though the model saw it wrapped
+    ('Your task: ...', 'Current Task: ...') and a later history gives it bare."""
     for name in ("beeai-openinference", "crewai-openinference"):
         recording = load_requests(name)
         result = reconstruct(*records(recording.requests))
         assert result.first_user_message == recording.user_input, name
+        humans = [m["content"] for m in result.messages if m["type"] == "human"]
+        assert humans[0] == recording.user_input and len(humans) == 2, (name, humans)
 
 
 def _chat(text: str) -> object:
