@@ -28,19 +28,27 @@ def same_tool(outer: str, inner: str) -> bool:
     return any(outer.endswith(sep + inner) for sep in _SEPARATORS) and bool(inner)
 
 
+Key = tuple[str, str]  # (trace id, span id): span ids repeat across traces
+
+
+def _key(execution: ToolExecution) -> Key | None:
+    return (execution.trace_id, execution.span_id) if execution.span_id else None
+
+
 def _nearest_tool_ancestor(
     execution: ToolExecution,
-    parents: Mapping[str, str | None],
-    by_span: Mapping[str, ToolExecution],
+    parents: Mapping[Key, str | None],
+    by_span: Mapping[Key, ToolExecution],
 ) -> ToolExecution | None:
-    span_id = parents.get(execution.span_id or "")
+    trace = execution.trace_id
+    span_id = parents.get((trace, execution.span_id or ""))
     for _ in range(_MAX_DEPTH):
         if not span_id:
             return None
-        found = by_span.get(span_id)
+        found = by_span.get((trace, span_id))
         if found is not None:
             return found if same_tool(found.name, execution.name) else None
-        span_id = parents.get(span_id)
+        span_id = parents.get((trace, span_id))
     return None
 
 
@@ -49,30 +57,31 @@ def join_layers(
 ) -> tuple[list[ToolExecution], dict[str, str]]:
     """The executions with each deeper layer joined into its outermost one, in the given order;
     and span id of each joined layer -> span id of the execution it joined."""
-    parents = {s.span_id: s.parent_span_id for s in spans}
-    by_span = {e.span_id: e for e in executions if e.span_id}
-    outer_of: dict[str, str] = {}
+    parents = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
+    by_span = {k: e for e in executions if (k := _key(e)) is not None}
+    outer_of: dict[Key, Key] = {}
     for execution in executions:
         ancestor = _nearest_tool_ancestor(execution, parents, by_span)
-        if ancestor is not None and execution.span_id and ancestor.span_id:
-            outer_of[execution.span_id] = ancestor.span_id
-    root: dict[str, str] = {}
-    for span_id, outer in outer_of.items():
+        inner, outer = _key(execution), ancestor and _key(ancestor)
+        if inner is not None and outer:
+            outer_of[inner] = outer
+    root: dict[Key, Key] = {}
+    for key, outer in outer_of.items():
         top, steps = outer, 0
         while top in outer_of and steps < _MAX_DEPTH:
             top, steps = outer_of[top], steps + 1
-        root[span_id] = top
-    filled = {e.span_id: e for e in executions if e.span_id and e.span_id not in root}
+        root[key] = top
+    filled = {k: e for e in executions if (k := _key(e)) is not None and k not in root}
     for execution in executions:  # outer layers come first in time, so fill in that order
-        into = root.get(execution.span_id or "")
+        into = root.get(_key(execution) or ("", ""))
         if into is not None and into in filled:
             filled[into] = _fill(filled[into], execution)
     kept = [
-        filled.get(e.span_id, e) if e.span_id else e
+        filled.get(k, e) if (k := _key(e)) is not None else e
         for e in executions
-        if (e.span_id or "") not in root
+        if (_key(e) or ("", "")) not in root
     ]
-    return kept, root
+    return kept, {inner[1]: outer[1] for inner, outer in root.items()}
 
 
 def _fill(outer: ToolExecution, inner: ToolExecution) -> ToolExecution:
