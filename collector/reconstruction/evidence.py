@@ -49,15 +49,29 @@ class Evidence:
 
     parameters: Mapping[str, tuple[str, ...]]
     asked: Mapping[str, list[frozenset[str]]]
+    # what the model wrote (text-protocol agents, DSPy's ReAct: the tool's name on a line of its
+    # own, its arguments as a JSON object): the model's own words name the call
+    texts: tuple[str, ...] = ()
 
     def known(self, name: str) -> bool:
-        return name in self.parameters or name in self.asked
+        return name in self.parameters or name in self.asked or bool(self._said(name))
 
     def confirms(self, name: str, keys: frozenset[str]) -> bool:
         declared = self.parameters.get(name)
         if declared is not None and keys and keys <= set(declared):
             return True
-        return keys in self.asked.get(name, [])
+        return keys in self.asked.get(name, []) or keys in self._said(name)
+
+    def _said(self, name: str) -> list[frozenset[str]]:
+        """The key sets of the JSON objects in the model's texts that name ``name`` on a line
+        of their own (an empty set for a text naming it with no object)."""
+        line = re.compile(rf"^\s*{re.escape(name)}\s*$", re.MULTILINE)
+        found: list[frozenset[str]] = []
+        for text in self.texts:
+            if line.search(text):
+                objects = [v for v in _objects(text) if isinstance(v, dict)]
+                found += [frozenset(o) for o in objects] or [frozenset()]
+        return found
 
 
 def evidence(
@@ -70,7 +84,29 @@ def evidence(
                 decoded = canon.decode(call.arguments).arguments
                 keys = frozenset(decoded) if isinstance(decoded, dict) else frozenset()
                 asked.setdefault(call.name, []).append(keys)
-    return Evidence(parameters, asked)
+    texts = tuple(
+        m.content
+        for e in exchanges
+        for m in e.outputs
+        if m.role == "assistant" and ("{" in m.content or "\n" in m.content)
+    )
+    return Evidence(parameters, asked, texts)
+
+
+def _objects(text: str) -> list[Any]:
+    """The JSON values starting at each ``{`` of ``text`` that parse."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    index = text.find("{")
+    while index != -1:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            index = text.find("{", index + 1)
+            continue
+        found.append(value)
+        index = text.find("{", end)
+    return found
 
 
 def _unwrapped(value: Any) -> tuple[dict[str, Any], str] | None:

@@ -48,10 +48,9 @@ STYLES = ("reference_id", "conversation_id", "user_input")
 # (recording, style) → why it does not yet rebuild exactly; strict, so each flips when it does
 NOT_YET: dict[tuple[str, str], str] = {}
 DSPY = (
-    "DSPy ReAct through OpenInference: tool spans named '<tool>.__call__' with no tool-name "
-    "attribute and arguments as {'kwargs': {...}} are kept as recorded (with a warning), though "
-    "the model's own choice (the adapter's next_tool_name / next_tool_args output) names them; "
-    "ReAct's finish tool counted"
+    "DSPy ReAct through OpenInference: the four calls are rebuilt (their names and arguments "
+    "confirmed by the model's own text, finish left out as the turn's end), but the transcript "
+    "is not the turns': each ReAct step's prompt comes back as another user message"
 )
 DSPY_USER = (
     DSPY + "; and the first user message is DSPy's formatted prompt ('[[ ## question ## ]] ...')"

@@ -16,13 +16,7 @@ from tests.collector.otlp_requests import load_requests, records, request_record
 from toolscore.collector.reconstruction.rebuild import reconstruct
 
 # recording → why its calls are not yet rebuilt exactly; strict, so each flips when they are
-NOT_YET: dict[str, str] = {
-    "dspy-openinference": (
-        "DSPy ReAct through OpenInference: '<tool>.__call__' tool spans with no tool-name "
-        "attribute and {'kwargs': {...}} arguments kept as recorded (with a warning), though the "
-        "adapter's output (next_tool_name, next_tool_args) names the calls; finish counted"
-    ),
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
