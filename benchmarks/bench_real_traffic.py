@@ -7,7 +7,8 @@ flight, to a real ``serve`` with default settings. Reported per database, for th
 with ``--baseline-tree`` (an older checkout, e.g. a ``git worktree`` of main), for that version
 in the same run, alternating order from run to run:
 
-- spans/s and MB/s of wire until the last request is acknowledged (acknowledged = committed);
+- spans/s and MB/s of wire until the last request is acknowledged (acknowledged = committed),
+  and stored spans per CPU-second of the server (steadier on a shared machine);
 - disk per wire byte after the run: SQLite after a checkpoint and VACUUM (the file), PostgreSQL
   after VACUUM FULL (``pg_total_relation_size`` of every table, indexes and TOAST included);
   both with the empty migrated schema subtracted; and disk per conversation;
@@ -63,6 +64,11 @@ class Figures:
     conversations: int
     long_row_bytes: int
     long_distinct_bytes: int
+    server_cpu_s: float  # what the server used while the load ran: steadier than the rate
+
+    @property
+    def spans_per_cpu_s(self) -> float:
+        return self.stored / self.server_cpu_s
 
     @property
     def spans_per_s(self) -> float:
@@ -135,8 +141,9 @@ def run_serve(url: str, corpus: Corpus, concurrency: int, label: str, tree: str 
     try:
         _wait_port(port)
         time.sleep(1.0)
-        _cpu_s(proc.pid)
+        cpu0 = _cpu_s(proc.pid)
         load = asyncio.run(_drive(f"127.0.0.1:{port}", corpus.requests, concurrency))
+        cpu = _cpu_s(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.wait(120)
@@ -148,7 +155,7 @@ def run_serve(url: str, corpus: Corpus, concurrency: int, label: str, tree: str 
     return Figures(
         label, corpus.spans, stored, load.seconds, _disk(url) - empty,
         sum(map(len, corpus.requests)), corpus.conversations, int(long_rows or 0),
-        corpus.long_distinct_bytes,
+        corpus.long_distinct_bytes, cpu,
     )  # fmt: skip
 
 
@@ -189,20 +196,22 @@ def report(results: Sequence[Figures], corpus: Corpus, concurrency: int) -> None
     )
     print(
         "| version (database) | spans/s | MB/s of wire | disk / wire bytes "
-        "| disk KB per conversation | long conversation: stored / distinct bytes | all stored |"
+        "| spans per server CPU-second | disk KB per conversation "
+        "| long conversation: stored / distinct bytes | all stored |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     med: dict[str, dict[str, float]] = {}
     for system in dict.fromkeys(r.system for r in results):
         rs = [r for r in results if r.system == system]
         m = med[system] = {
             f: statistics.median(getattr(r, f) for r in rs)
-            for f in ("spans_per_s", "wire_mb_per_s", "disk_per_wire", "disk_per_conversation",
-                      "long_ratio")
+            for f in ("spans_per_s", "wire_mb_per_s", "disk_per_wire", "spans_per_cpu_s",
+                      "disk_per_conversation", "long_ratio")
         }  # fmt: skip
         print(
             f"| {system} | {m['spans_per_s']:,.0f} | {m['wire_mb_per_s']:.1f} "
-            f"| {m['disk_per_wire']:.2f}x | {m['disk_per_conversation'] / 1e3:.1f} "
+            f"| {m['disk_per_wire']:.2f}x | {m['spans_per_cpu_s']:,.0f} "
+            f"| {m['disk_per_conversation'] / 1e3:.1f} "
             f"| {m['long_ratio']:.1f}x | {all(r.stored == r.spans for r in rs)} |"
         )
     for system, now in med.items():

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy.engine import Dialect
 
 from toolscore.storage.plumbing.engine import create_engine
 
@@ -20,7 +21,11 @@ __all__ = ["Connection", "Database", "Engine", "MissingTableError", "open_databa
 
 class Database(Protocol):
     """What the service's parts (ingest writer, scoring rounds, write-back) need of a database:
-    a transaction that commits on success, and a connection for reads. An ``Engine`` is one."""
+    a transaction that commits on success, a connection for reads, and which database it is
+    (how rows are encoded for it). An ``Engine`` is one."""
+
+    @property
+    def dialect(self) -> Dialect: ...
 
     def begin(self) -> AbstractContextManager[Connection]: ...
 

@@ -42,6 +42,7 @@ from toolscore.storage.database import Connection, Database
 from toolscore.storage.plumbing.dialect import write_transaction
 from toolscore.storage.plumbing.faults import data_fault
 from toolscore.storage.records import LogRecordData, SpanRecord
+from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.row_encode import prepare_telemetry
 from toolscore.storage.telemetry.spans import store_telemetry
 
@@ -239,7 +240,7 @@ class IngestWriter:
                 unique.setdefault((span.trace_id, span.span_id), span)
         spans = list(unique.values())
         logs = [rec for item in batch for rec in item.logs]
-        rows = prepare_telemetry(spans, logs, now)
+        rows = prepare_telemetry(spans, logs, now, compresses_values(self._engine.dialect))
         with write_transaction(self._engine) as conn:
             stored = StoredBatch(spans, logs, store_telemetry(conn, rows))
             for hook in self._hooks:

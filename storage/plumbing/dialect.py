@@ -352,6 +352,12 @@ def _turn_path(conn: Connection) -> str | None:
     return database
 
 
+def compresses_large_values(dialect: Dialect) -> bool:
+    """Whether the database compresses large column values itself (PostgreSQL's TOAST does;
+    SQLite stores them as they are)."""
+    return dialect.name == "postgresql"
+
+
 def can_partition(conn: Connection) -> bool:
     """Whether the database partitions tables (PostgreSQL; storage/telemetry/partitions.py)."""
     return conn.dialect.name == "postgresql"

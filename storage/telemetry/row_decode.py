@@ -17,12 +17,13 @@ from typing import Any
 
 from toolscore.storage.plumbing.jsoncodec import json_loads
 from toolscore.storage.records import SPAN_FIELDS, SPAN_SETTERS, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.telemetry.compressed import TAG, unpack
 
 # The columns a SpanRecord is rebuilt from, in :func:`decode_spans`'s row order (the columns
 # carry the fields' names).
 SPAN_READ_COLUMNS: tuple[str, ...] = SPAN_FIELDS
 
-_TAGS = ("$bytes", "$float", "$str")
+_TAGS = ("$bytes", "$float", "$str", TAG)
 
 
 def from_json_value(value: Any) -> Any:
@@ -35,6 +36,8 @@ def from_json_value(value: Any) -> Any:
                     return base64.b64decode(inner)
                 if key == "$str":
                     return base64.b64decode(inner).decode("utf-8")
+                if key == TAG:
+                    return unpack(inner)
                 return float(inner)
         return {k: from_json_value(v) for k, v in value.items()}
     if isinstance(value, list):

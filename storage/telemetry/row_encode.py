@@ -1,5 +1,6 @@
 """Decoded spans and log records to the rows of ``spans`` and ``log_records``: JSON-safe values
-(bytes, NaN and NUL tagged; ``row_decode`` reads them back) and the rows ingest inserts.
+(bytes, NaN and NUL tagged, long strings packed on request; ``row_decode`` reads them back) and
+the rows ingest inserts.
 
 Pure: no SQL; ``spans.store_telemetry`` inserts what :func:`prepare_telemetry` builds.
 """
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.telemetry.compressed import COMPRESS_AT, pack
 
 # --- JSON-safe values ------------------------------------------------------------------------
 
@@ -24,9 +26,12 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def to_json_value(value: Any) -> Any:
-    """An attribute value as JSON-storable data (tags bytes, NaN/inf and NUL-bearing strings)."""
+def to_json_value(value: Any, compress: bool = False) -> Any:
+    """An attribute value as JSON-storable data (tags bytes, NaN/inf and NUL-bearing strings;
+    with ``compress``, packs long strings: ``storage.telemetry.compressed``)."""
     if isinstance(value, str):
+        if compress and len(value) >= COMPRESS_AT:
+            return pack(value)
         return {"$str": _b64(value.encode("utf-8"))} if "\x00" in value else value
     if isinstance(value, bool | int) or value is None:
         return value
@@ -39,13 +44,13 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"$bytes": _b64(value)}
     if isinstance(value, Mapping):
-        return {_safe_text(str(k)): to_json_value(v) for k, v in value.items()}
+        return {_safe_text(str(k)): to_json_value(v, compress) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
+        return [to_json_value(v, compress) for v in value]
     return str(value)
 
 
-def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+def attributes_to_json(attributes: Mapping[str, Any], compress: bool = False) -> Mapping[str, Any]:
     """``attributes`` as JSON-storable data (the same object when nothing needs tagging)."""
     # Fast path: the usual attribute set (strings, ints, bools, finite floats) needs no copy.
     for key, value in attributes.items():
@@ -53,7 +58,7 @@ def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
             break
         kind = type(value)
         if kind is str:
-            if "\x00" in value:
+            if "\x00" in value or (compress and len(value) >= COMPRESS_AT):
                 break
         elif kind is int or kind is bool:
             continue
@@ -61,7 +66,7 @@ def attributes_to_json(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
             break
     else:
         return attributes
-    return {_safe_text(k): to_json_value(v) for k, v in attributes.items()}
+    return {_safe_text(k): to_json_value(v, compress) for k, v in attributes.items()}
 
 
 def _safe_text(text: str) -> str:
@@ -107,14 +112,16 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value).decode("utf-8")
 
 
-def span_values(span: SpanRecord, received_at_ns: int, cache: dict[int, str]) -> tuple[Any, ...]:
+def span_values(
+    span: SpanRecord, received_at_ns: int, cache: dict[int, str], compress: bool = False
+) -> tuple[Any, ...]:
     """The ``spans`` row for ``span`` as a tuple in SPAN_COLUMNS order, JSON already serialised
-    (the ingest fast path). ``cache`` memoises JSON of shared resource attribute mappings; it
-    must not outlive the spans it was used with."""
+    (the ingest fast path; ``compress``: pack long strings). ``cache`` memoises JSON of shared
+    resource attribute mappings; it must not outlive the spans it was used with."""
     resource = span.resource_attributes
     resource_json = cache.get(id(resource))
     if resource_json is None:
-        resource_json = cache[id(resource)] = dumps(attributes_to_json(resource))
+        resource_json = cache[id(resource)] = dumps(attributes_to_json(resource, compress))
     return (
         span.trace_id,
         span.span_id,
@@ -125,39 +132,39 @@ def span_values(span: SpanRecord, received_at_ns: int, cache: dict[int, str]) ->
         span.end_ns,
         span.status_code,
         _safe_text(span.status_message),
-        dumps(attributes_to_json(span.attributes)),
+        dumps(attributes_to_json(span.attributes, compress)),
         resource_json,
         _safe_text(span.scope_name),
         _safe_text(span.scope_version),
-        dumps(_events_json(span.events)) if span.events else "[]",
-        dumps(_links_json(span.links)) if span.links else "[]",
+        dumps(_events_json(span.events, compress)) if span.events else "[]",
+        dumps(_links_json(span.links, compress)) if span.links else "[]",
         received_at_ns,
     )
 
 
-def _events_json(events: Sequence[SpanEvent]) -> list[dict[str, Any]]:
+def _events_json(events: Sequence[SpanEvent], compress: bool = False) -> list[dict[str, Any]]:
     return [
         {
             "name": _safe_text(e.name),
             "time_ns": e.time_ns,
-            "attributes": attributes_to_json(e.attributes),
+            "attributes": attributes_to_json(e.attributes, compress),
         }
         for e in events
     ]
 
 
-def _links_json(links: Sequence[SpanLink]) -> list[dict[str, Any]]:
+def _links_json(links: Sequence[SpanLink], compress: bool = False) -> list[dict[str, Any]]:
     return [
         {
             "trace_id": lk.trace_id,
             "span_id": lk.span_id,
-            "attributes": attributes_to_json(lk.attributes),
+            "attributes": attributes_to_json(lk.attributes, compress),
         }
         for lk in links
     ]
 
 
-def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
+def log_row(record: LogRecordData, received_at_ns: int, compress: bool = False) -> dict[str, Any]:
     """The ``log_records`` row for ``record``; ``record_hash`` identifies its content."""
     row: dict[str, Any] = {
         "trace_id": record.trace_id,
@@ -167,9 +174,9 @@ def log_row(record: LogRecordData, received_at_ns: int) -> dict[str, Any]:
         "severity_number": record.severity_number,
         "severity_text": _safe_text(record.severity_text),
         "event_name": _safe_text(record.event_name),
-        "body": to_json_value(record.body),
-        "attributes": attributes_to_json(record.attributes),
-        "resource_attributes": attributes_to_json(record.resource_attributes),
+        "body": to_json_value(record.body, compress),
+        "attributes": attributes_to_json(record.attributes, compress),
+        "resource_attributes": attributes_to_json(record.resource_attributes, compress),
         "scope_name": _safe_text(record.scope_name),
         "scope_version": _safe_text(record.scope_version),
     }
@@ -190,11 +197,16 @@ class TelemetryBatch:
 
 
 def prepare_telemetry(
-    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData], received_at_ns: int
+    spans: Sequence[SpanRecord],
+    logs: Sequence[LogRecordData],
+    received_at_ns: int,
+    compress: bool = False,
 ) -> TelemetryBatch:
     """The rows of ``spans`` and ``logs``, received at ``received_at_ns``; a log record sent
-    twice in the batch is stored once."""
+    twice in the batch is stored once. ``compress``: pack long strings, for a database that
+    does not compress them itself (``storage.telemetry.compressed.compresses_values``)."""
     cache: dict[int, str] = {}
-    span_rows = tuple([span_values(s, received_at_ns, cache) for s in spans])
-    log_rows = {r["record_hash"]: r for r in (log_row(x, received_at_ns) for x in logs)}
+    span_rows = tuple([span_values(s, received_at_ns, cache, compress) for s in spans])
+    rows = (log_row(x, received_at_ns, compress) for x in logs)
+    log_rows = {r["record_hash"]: r for r in rows}
     return TelemetryBatch(span_rows, tuple(log_rows.values()))

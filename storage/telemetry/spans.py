@@ -4,7 +4,8 @@ Attribute values are stored as JSON. JSON cannot hold every OTLP value as is, so
 tagged with a one-key object (and untagged on load, so ``load_spans`` returns what was received):
 bytes -> ``{"$bytes": base64}``, non-finite doubles -> ``{"$float": "NaN" | "Infinity" |
 "-Infinity"}``, strings containing NUL (PostgreSQL JSONB and TEXT reject it) ->
-``{"$str": base64 of UTF-8}``. Plain text columns replace NUL with U+FFFD.
+``{"$str": base64 of UTF-8}``; on SQLite, strings of COMPRESS_AT characters or more are stored
+compressed (``storage.telemetry.compressed``). Plain text columns replace NUL with U+FFFD.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from toolscore.storage.plumbing.dialect import (
 )
 from toolscore.storage.plumbing.row_lists import each_id
 from toolscore.storage.records import LogRecordData, SpanRecord
+from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.row_decode import (
     SPAN_READ_COLUMNS,
     attributes_from_json,
@@ -136,7 +138,8 @@ def store_spans(
 ) -> frozenset[str]:
     """Store ``spans`` as ingest does (tests and tools that write spans directly); returns
     what :func:`store_telemetry` returns."""
-    return store_telemetry(conn, prepare_telemetry(spans, (), received_at_ns))
+    batch = prepare_telemetry(spans, (), received_at_ns, compresses_values(conn.dialect))
+    return store_telemetry(conn, batch)
 
 
 def log_from_row(row: Mapping[Any, Any]) -> LogRecordData:

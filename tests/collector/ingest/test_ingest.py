@@ -11,6 +11,7 @@ from sqlalchemy import Connection, func, select
 from toolscore.collector.errors import QueueFull, ShuttingDown, StorageUnavailable
 from toolscore.collector.ingest.writer import IngestConfig, IngestWriter, StoredBatch
 from toolscore.storage.migrate import upgrade
+from toolscore.storage.plumbing.dialect import json_text
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.telemetry.spans import load_logs, load_spans, spans_table
@@ -110,6 +111,48 @@ def test_round_trip_preserves_every_value(db_url: str) -> None:
     assert loaded == span
     assert loaded.attributes["i"] == 2**63 - 1 and type(loaded.attributes["b"]) is bool
     assert loaded_log == record
+
+
+def test_long_strings_are_packed_on_sqlite_and_load_as_received(db_url: str) -> None:
+    history = '[{"role":"user","content":"Weather in Paris? é 東京"}]' * 40
+    span = _span(
+        3,
+        4,
+        attributes={
+            "gen_ai.input.messages": history,
+            "with nul": "a\x00" * 400,
+            "arr": [history, "short"],
+            "kv": {"deep": {"history": history}},
+            "gen_ai.conversation.id": "conv-1",
+        },
+        events=(SpanEvent("gen_ai.choice", 7, {"content": history}),),
+    )
+    record = LogRecordData(
+        time_ns=5, observed_time_ns=6, trace_id=span.trace_id, span_id=span.span_id,
+        severity_number=9, severity_text="INFO", event_name="gen_ai.user.message",
+        body={"content": history}, attributes={"history": history},
+    )  # fmt: skip
+
+    async def body(writer: IngestWriter) -> None:
+        await writer.submit([span], [record])
+
+    asyncio.run(_with_writer(db_url, body))
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        (loaded,) = load_spans(conn, [span.trace_id])
+        (loaded_log,) = load_logs(conn, [span.trace_id])
+        stored = conn.execute(
+            select(json_text(spans_table.c.attributes), json_text(spans_table.c.events))
+        ).one()
+    engine.dispose()
+    assert loaded == span
+    assert loaded_log == record
+    assert '"conv-1"' in stored[0]  # short values stay readable by SQL
+    if db_url.startswith("sqlite"):  # the histories are packed
+        assert "Paris" not in stored[0] and "Paris" not in stored[1]
+        assert len(stored[0]) < len(history)
+    else:  # PostgreSQL compresses the whole jsonb value itself
+        assert "Paris" in stored[0] and "$zstd" not in stored[0]
 
 
 def test_concurrent_requests_share_transactions_and_duplicates_are_ignored(db_url: str) -> None:
