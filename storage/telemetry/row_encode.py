@@ -174,13 +174,18 @@ def log_row(record: LogRecordData, received_at_ns: int, compress: bool = False) 
         "severity_number": record.severity_number,
         "severity_text": _safe_text(record.severity_text),
         "event_name": _safe_text(record.event_name),
-        "body": to_json_value(record.body, compress),
-        "attributes": attributes_to_json(record.attributes, compress),
-        "resource_attributes": attributes_to_json(record.resource_attributes, compress),
+        "body": to_json_value(record.body),
+        "attributes": attributes_to_json(record.attributes),
+        "resource_attributes": attributes_to_json(record.resource_attributes),
         "scope_name": _safe_text(record.scope_name),
         "scope_version": _safe_text(record.scope_version),
     }
+    # hashed unpacked: the same record has the same hash whatever database or zstd version
     digest = hashlib.sha256(orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    if compress:
+        row["body"] = to_json_value(record.body, compress)
+        row["attributes"] = attributes_to_json(record.attributes, compress)
+        row["resource_attributes"] = attributes_to_json(record.resource_attributes, compress)
     row["record_hash"] = digest
     row["received_at_ns"] = received_at_ns
     return row

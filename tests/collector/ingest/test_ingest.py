@@ -14,6 +14,7 @@ from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.dialect import json_text
 from toolscore.storage.plumbing.engine import create_engine
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
+from toolscore.storage.telemetry.row_encode import log_row
 from toolscore.storage.telemetry.spans import load_logs, load_spans, spans_table
 
 
@@ -153,6 +154,19 @@ def test_long_strings_are_packed_on_sqlite_and_load_as_received(db_url: str) -> 
         assert len(stored[0]) < len(history)
     else:  # PostgreSQL compresses the whole jsonb value itself
         assert "Paris" in stored[0] and "$zstd" not in stored[0]
+
+
+def test_a_log_record_has_one_hash_packed_or_not() -> None:
+    history = "a long message history " * 40
+    record = LogRecordData(
+        time_ns=5, observed_time_ns=6, trace_id=None, span_id=None, severity_number=9,
+        severity_text="INFO", event_name="gen_ai.user.message", body={"content": history},
+        attributes={"history": history},
+    )  # fmt: skip
+    plain, packed = log_row(record, 1), log_row(record, 1, compress=True)
+    assert packed["body"] != plain["body"] and packed["attributes"] != plain["attributes"]
+    # a record stored before packing, or by another database, is not stored twice when resent
+    assert packed["record_hash"] == plain["record_hash"]
 
 
 def test_concurrent_requests_share_transactions_and_duplicates_are_ignored(db_url: str) -> None:
