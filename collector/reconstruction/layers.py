@@ -32,7 +32,12 @@ Key = tuple[str, str]  # (trace id, span id): span ids repeat across traces
 
 
 def _key(execution: ToolExecution) -> Key | None:
-    return (execution.trace_id, execution.span_id) if execution.span_id else None
+    """Where the execution was recorded; None without a usable span id (whatever a convention
+    read from an attribute may be)."""
+    span_id = execution.span_id
+    if not isinstance(span_id, str) or not span_id:
+        return None
+    return (str(execution.trace_id), span_id)
 
 
 def _nearest_tool_ancestor(
@@ -40,8 +45,11 @@ def _nearest_tool_ancestor(
     parents: Mapping[Key, str | None],
     by_span: Mapping[Key, ToolExecution],
 ) -> ToolExecution | None:
-    trace = execution.trace_id
-    span_id = parents.get((trace, execution.span_id or ""))
+    key = _key(execution)
+    if key is None:
+        return None
+    trace = key[0]
+    span_id = parents.get(key)
     for _ in range(_MAX_DEPTH):
         if not span_id:
             return None
