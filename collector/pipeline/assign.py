@@ -55,7 +55,7 @@ class AssignConfig:
     conversation_keys: tuple[str, ...] = DEFAULT_CONVERSATION_KEYS
     reference_key: str = DEFAULT_REFERENCE_KEY
     # A keyless trace replaying a conversation left this recently joins it (0: never).
-    replay_window_s: float = 3600.0
+    replay_window_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,16 @@ ROOT_IDLE_S = 0.3
 
 
 def pipeline_server(
-    db_url: str, *, settle_s: float = SETTLE_S, root_idle_s: float = ROOT_IDLE_S, **settings: Any
+    db_url: str,
+    *,
+    settle_s: float = SETTLE_S,
+    root_idle_s: float = ROOT_IDLE_S,
+    replay_window_s: float = 0.0,
+    **settings: Any,
 ) -> RunningServer:
-    options = PipelineOptions(settle_s=settle_s, root_idle_s=root_idle_s)
+    options = PipelineOptions(
+        settle_s=settle_s, root_idle_s=root_idle_s, replay_window_s=replay_window_s
+    )
     return RunningServer(server_settings(db_url, **settings), [pipeline_extension(options)])
 
 
