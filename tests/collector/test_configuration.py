@@ -320,6 +320,17 @@ ROWS = [
         bad="x",
     ),
     Row(
+        "--replay-window",
+        "TOOLSCORE_REPLAY_WINDOW",
+        "3600",
+        "60",
+        lambda c: c.pipeline.replay_window_s,
+        3600.0,
+        60.0,
+        0.0,
+        bad="soon",
+    ),
+    Row(
         "--root-idle",
         "TOOLSCORE_ROOT_IDLE",
         "0",
