@@ -6,6 +6,7 @@ space is freed exports are acknowledged again."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import subprocess
@@ -51,7 +52,8 @@ def small_disk(path: Path, mib: int) -> Iterator[Path]:
 def _request(trace: int) -> bytes:
     req = ExportTraceServiceRequest()
     spans = req.resource_spans.add().scope_spans.add().spans
-    value = AnyValue(string_value=f"{trace:08}" * 500)
+    # random text: stored values are compressed, so a repeated one would never fill the disk
+    value = AnyValue(string_value=base64.b64encode(os.urandom(3000)).decode())
     for i in range(SPANS):
         spans.append(
             Span(
@@ -84,7 +86,7 @@ def test_sqlite_disk_full_under_load_refuses_retryably_and_recovers(tmp_path: Pa
         acknowledged: list[int] = []
         with RunningServer(server_settings(db_url)) as srv:
             trace, refused_in_a_row = 0, 0
-            while refused_in_a_row < 5 and trace < 200:
+            while refused_in_a_row < 5 and trace < 400:
                 trace += 1
                 status = _post(srv.http_url, trace)
                 answers[status] += 1
