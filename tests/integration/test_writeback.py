@@ -156,6 +156,8 @@ def test_running_server_writes_evaluations_back_into_the_agents_trace(db_url: st
         assert record.event_name == "gen_ai.evaluation.result"
         assert record.trace_id == span.trace_id
         assert record.span_id == root.context.span_id.to_bytes(8, "big")
+        # the span alone is marked for OpenInference readers; the event carries the rest as is
+        assert a.pop("openinference.span.kind") == "EVALUATOR"
         assert attrs(record.attributes) == a
 
 
