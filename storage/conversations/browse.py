@@ -181,17 +181,6 @@ def revisions(conn: Connection, conversation_id: str) -> list[tuple[int, dt.date
     return [(int(r), when, int(n)) for r, when, n in rows]
 
 
-def expectation_counts(conn: Connection) -> dict[str, int]:
-    """How many conversations each expectation matched (their current match)."""
-    c = conversations.c
-    rows = conn.execute(
-        select(c.expectation_id, func.count())
-        .where(c.expectation_id.is_not(None))
-        .group_by(c.expectation_id)
-    )
-    return {str(i): int(n) for i, n in rows}
-
-
 @dataclass(frozen=True, slots=True)
 class Warned:
     """A conversation whose rebuilt calls may be wrong, with why (``conversations.warning``)."""
