@@ -1,5 +1,4 @@
-"""House rules on size and complexity (issue 10, "Habits"): no module of the project over 400
-lines, no function over 80 lines, ruff's complexity rules (C901 with max-complexity 12,
+"""House rules on size and complexity: no module of the project over 400 lines, no function over 80 lines, ruff's complexity rules (C901 with max-complexity 12,
 PLR0912 branches, PLR0915 statements) on and not silenced.
 
 The ``PENDING_*`` lists hold today's offenders, to be split into modules of one concern; each
@@ -13,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -116,3 +116,24 @@ def test_every_pending_complex_module_still_breaks_a_rule() -> None:
     broken = {_name(Path(d["filename"])) for d in json.loads(result.stdout or "[]")}
     assert broken - PENDING_COMPLEX == set(), "new complex functions: split them"
     assert PENDING_COMPLEX - broken == set(), "simple already: strike them from PENDING_COMPLEX"
+
+
+BENCHMARKS_DOC = ROOT / "docs" / "benchmarks.md"
+MAX_BENCHMARK_DOC_LINES = 300
+
+
+def _benchmark_sections() -> dict[str, str]:
+    parts = re.split(r"(?m)^## ", BENCHMARKS_DOC.read_text())[1:]
+    return {part.split("\n", 1)[0]: part for part in parts}
+
+
+def test_the_benchmarks_page_tells_the_current_state_in_at_most_300_lines() -> None:
+    """One section per benchmark: what it measures, its command, one current table; the history
+    of runs belongs in commit messages, so no commit hashes."""
+    text = BENCHMARKS_DOC.read_text()
+    assert len(text.splitlines()) <= MAX_BENCHMARK_DOC_LINES
+    assert re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", text) == []
+    for name, section in _benchmark_sections().items():
+        tables = re.findall(r"(?m)^\|---", section)
+        assert len(tables) == 1, f"{name}: one current table, found {len(tables)}"
+        assert "Run: `" in section, f"{name}: give the command"
