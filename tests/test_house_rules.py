@@ -1,4 +1,5 @@
-"""House rules on size and complexity: no module of the project over 400 lines, no function over 80 lines, ruff's complexity rules (C901 with max-complexity 12,
+"""House rules on size and complexity: no module of the project over 400 lines, no function
+over 80 lines, ruff's complexity rules (C901 with max-complexity 12,
 PLR0912 branches, PLR0915 statements) on and not silenced.
 
 The ``PENDING_*`` lists hold today's offenders, to be split into modules of one concern; each
