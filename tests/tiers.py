@@ -49,8 +49,8 @@ STARTS = re.compile(
 )
 CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 
-# Measured at load average 11-14 on the 2 shared cores (wall times about six times the quiet
-# ones): 1 s or more, a scoring child process, a forked command, a real OTLP sink, a sleep.
+# Measured slow (about a second or more): a scoring child process, a forked command, a real OTLP
+# sink, a sleep, a heavy import.
 MEASURED: tuple[str, ...] = (
     "tests/scorer/test_assignment.py::test_agrees_with_scipy",  # imports SciPy
     "tests/scorer/test_nesting.py::test_hand_made_calls_get_an_error_score_not_a_recursion_error",
