@@ -1,5 +1,5 @@
-"""The default deadlines meet issue 9's targets, by reasoning from the configured values (the
-mechanisms themselves are measured with short deadlines in
+"""The default deadlines meet the reliability targets (docs/reliability.md), by reasoning from
+the configured values (the mechanisms themselves are measured with short deadlines in
 tests/integration/test_half_open_database.py):
 
 - /health 503 within 20 s of the database going silent: a probe or writer call in progress

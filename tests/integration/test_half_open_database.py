@@ -1,4 +1,4 @@
-"""Issue 9, point 2: a half-open database connection never stops ``toolscore serve`` silently.
+"""A half-open database connection never stops ``toolscore serve`` silently.
 
 A real ``toolscore serve`` process talks to the test PostgreSQL through a proxy the test turns
 into a black hole (tests/blackhole_proxy.py: connections open at the cut stay open and silent

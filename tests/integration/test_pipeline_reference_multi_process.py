@@ -1,5 +1,5 @@
-"""Issue 9 across processes: three ``python -m toolscore serve`` on one PostgreSQL, each getting
-some of a trace's requests. The reference id and the conversation id of one trace arrive at
+"""Reference ids across processes: three ``python -m toolscore serve`` on one PostgreSQL, each
+getting some of a trace's requests. The reference id and the conversation id of one trace arrive at
 different servers, 0.2 s apart or at the same instant, so the ingest transactions that move a
 trace and those that store its reference id run concurrently in different processes. Every
 conversation must end scored against its reference, with no trace-keyed conversation left.

@@ -1,5 +1,5 @@
 """Huge concurrent requests are decoded within the memory bound while /health answers, and a gzip
-body of several members is read whole or refused (issue 9, points 7 and 8)."""
+body of several members is read whole or refused."""
 
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ def _run(scenario: str, transport: str) -> BurstRun:
 
 
 @pytest.mark.slow
-# 3,000,000 spans stored in SQLite: 105-190 s on the 2-core machine shared with other work,
-# over 300 s at a load average of 15
+# 3,000,000 spans stored in SQLite: minutes on a small machine that is busy with other work
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("transport", ["http", "grpc"])
 @pytest.mark.parametrize(
@@ -60,7 +59,7 @@ def test_concurrent_huge_requests_are_stored_under_the_memory_bound(
     # handed back afterwards (malloc_trim): what stays is allocator slack (100-155 MB measured)
     assert run.held_mb < run.rss_before_mb + 200
     # /health answers while they are decoded (its database probe waits behind the writer's
-    # commits of the bursts, on a 2-core machine: 0.85-2.4 s measured under other load)
+    # commits of the bursts: seconds on a small, busy machine)
     assert run.health_max_s < HEALTH_BOUND_S
 
 

@@ -257,6 +257,6 @@ def test_refused_requests_are_not_read_so_memory_stays_bounded(tmp_path: Path) -
         ok, refused = ("OK", "UNAVAILABLE") if burst.transport == "grpc" else ("200", "503")
         assert burst.answers == {ok: 1, refused: clients - 1}, burst
         # HTTP bodies arriving together are read before a slot is taken (a slow upload must
-        # not hold one: issue 9, point 4), within the in-flight memory budget
+        # not hold one), within the in-flight memory budget
         bound = bodies_mb / 2 if burst.transport == "grpc" else 1.1 * DEFAULT_MEMORY_BUDGET / 1e6
         assert burst.peak_growth_mb < bound, burst

@@ -1,5 +1,5 @@
-"""Clients that hold connections or calls without making progress cannot take the service
-(issue 9, point 4): a real server (default settings: 64 slots) while 70 HTTP uploads send one
+"""Clients that hold connections or calls without making progress cannot take the service:
+a real server (default settings: 64 slots) while 70 HTTP uploads send one
 byte per second and 70 gRPC calls over one connection never send their message."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from toolscore.collector.pipeline.options import PipelineOptions
 from toolscore.storage.expectations.repository import ExpectationData
 
 POLL_S = 60.0
-# Generous for a loaded 2-core machine, and still far below POLL_S.
+# Generous for a small, busy machine, and still far below POLL_S.
 DEADLINE_S = 10.0
 WEATHER = {"name": "get_weather", "args": {"city": "Paris"}}
 

@@ -1,4 +1,4 @@
-"""Reference ids in the conversation bookkeeping (issue 9): they move with their trace, reach the
+"""Reference ids in the conversation bookkeeping: they move with their trace, reach the
 conversation from any span of any of its traces, and the first one stored wins."""
 
 from __future__ import annotations

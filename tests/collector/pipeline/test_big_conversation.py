@@ -1,4 +1,4 @@
-"""Big conversations are scored, on their own, without starving the others (issue 9, point 5).
+"""Big conversations are scored, on their own, without starving the others.
 
 Before: a conversation that took longer to score than the 60 s lease was taken over by the other
 scoring process and started again (six times for 300,000 spans), and every other conversation

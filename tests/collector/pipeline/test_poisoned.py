@@ -1,4 +1,4 @@
-"""One poisoned conversation never wedges a scoring round (issue 9, point 3).
+"""One poisoned conversation never wedges a scoring round.
 
 Each poison used to fail the whole round on every retry, leaving every conversation claimed with
 it ``open``; or (1,020 levels) to lose the call silently. Now, in one round with 100 good

@@ -1,6 +1,5 @@
 """A round scores its conversations in parts of at most ``SizeLimits.round_spans`` spans, so the
-memory of a round is bounded by spans, not by how many conversations it claimed (issue 14:
-rounds of 500 on PostgreSQL)."""
+memory of a round is bounded by spans, not by how many conversations it claimed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Protobuf bodies are split into chunk requests before they are parsed, each chunk's memory
-estimated first (collector/receiver/wire.py; issue 9, point 7)."""
+estimated first (collector/receiver/wire.py)."""
 
 from __future__ import annotations
 

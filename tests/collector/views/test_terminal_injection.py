@@ -1,4 +1,4 @@
-"""Hostile span values reach the operator's terminal, spreadsheet and browser escaped (issue 9.9).
+"""Hostile span values reach the operator's terminal, spreadsheet and browser escaped.
 
 A conversation id, tool name, argument value, user message and expectation id carry terminal
 escapes (clear screen, window title, colour, CR overwrite, C1 CSI, DEL), bidi overrides, CSV
