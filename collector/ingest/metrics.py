@@ -140,7 +140,8 @@ class Metrics:
         )
         self.client_disconnects = Counter(
             "toolscore_receiver_client_disconnects",
-            "HTTP export requests whose client hung up while sending its body.",
+            "Export requests whose client went away before they were answered: hung up while "
+            "sending its body (HTTP), cancelled its call or lost its connection (gRPC).",
             ["transport"],
             registry=r,
         )

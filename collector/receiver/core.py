@@ -157,9 +157,7 @@ class OtlpCore:
                 del decoded
                 await self._store(signal, transport, spans, logs, truncated, rejected)
         finally:
-            close = getattr(parts, "close", None)
-            if close is not None:
-                close()
+            _close(parts)
             chunk = None
             spans = logs = ()
         return outcome.response(signal)
@@ -279,3 +277,13 @@ class _Outcome:
             logs.partial_success.rejected_log_records = self.rejected
             logs.partial_success.error_message = message
         return logs
+
+
+def _close(parts: Iterator[object]) -> None:
+    """Close the chunk generator. When the call was cancelled (its client went away) while a
+    decoder thread runs the generator's step, it cannot be closed from here (ValueError:
+    generator already executing); it is freed once that step returns."""
+    close = getattr(parts, "close", None)
+    if close is not None:
+        with contextlib.suppress(ValueError):
+            close()

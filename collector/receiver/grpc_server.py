@@ -193,6 +193,9 @@ class GrpcReceiver:
     ) -> bytes:
         try:
             return await self._admit_and_export(context, signal)
+        except asyncio.CancelledError:
+            self._went_away()
+            raise
         except Exception as exc:
             status = self._failed(exc)
         # Aborted outside the handler: the exception's traceback holds the frames that held the
@@ -235,7 +238,11 @@ class GrpcReceiver:
         async with self._gate.turn(context.peer()):
             await self._reserve_read(reservation, deadline)
             read: asyncio.Future[object] = asyncio.ensure_future(context.read())
-            done, _ = await asyncio.wait({read}, timeout=self._probe_s)
+            try:
+                done, _ = await asyncio.wait({read}, timeout=self._probe_s)
+            except asyncio.CancelledError:
+                read.cancel()  # the client went away: nobody will take its message
+                raise
         if not done:
             await self._parked_read(read, reservation, deadline)
         data = read.result()
@@ -267,6 +274,9 @@ class GrpcReceiver:
         try:
             if self._parked.park(read, reservation.held):
                 await asyncio.wait({read}, timeout=max(0.0, deadline - read.get_loop().time()))
+        except asyncio.CancelledError:
+            read.cancel()
+            raise
         finally:
             self._parked.unpark(read)
         if read.done() and not read.cancelled():
@@ -280,6 +290,14 @@ class GrpcReceiver:
             f"calls wait (at most {self._read_timeout_s:g} s once parked): retry later",
             self._retry_after_s,
         )
+
+    def _went_away(self) -> None:
+        """grpc core cancels a call's handler when its client cancels it, its deadline passes or
+        its connection is lost (also mid-message): an expected event, counted like an HTTP
+        client hanging up; the calls a stopping server ends are not."""
+        if not self._closing:
+            self._metrics.client_disconnects.labels("grpc").inc()
+            log.debug("gRPC export: the client went away before it was answered")
 
     def _refuse_if_closing(self) -> None:
         if self._closing:
