@@ -78,7 +78,8 @@ def _assert_quiet(caplog: pytest.LogCaptureFixture, went_away: int) -> None:
 
 
 def _frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+    head = len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big")
+    return head + payload
 
 
 def _literal(name: str, value: str) -> bytes:
