@@ -179,7 +179,7 @@ class App:
             self._grpc = grpc_receiver(core, self.metrics, s, s.grpc)
             self.grpc_port = await start_grpc(self._grpc, s.grpc)
         if s.http is not None:
-            self._http = http_receiver(core, self.metrics, s, s.http, self._healthy)
+            self._http = http_receiver(core, self.metrics, s, s.http, self._unhealthy)
             self.http_port = await start_http(self._http, s.http)
 
     def _make_watchdog(self) -> Watchdog:
@@ -195,8 +195,10 @@ class App:
             on_change=self._health_changed,
         )
 
-    async def _healthy(self) -> bool:
-        return self._watchdog is not None and await self._watchdog.check()
+    async def _unhealthy(self) -> str | None:
+        if self._watchdog is None:
+            return "not started"
+        return await self._watchdog.reason()
 
     async def _health_changed(self, serving: bool) -> None:
         if self._grpc is not None:

@@ -40,7 +40,7 @@ from toolscore.collector.export.attributes import without_toolscore_evaluations
 from toolscore.collector.ingest.metrics import Metrics
 from toolscore.storage.database import Connection, Database
 from toolscore.storage.plumbing.dialect import write_transaction
-from toolscore.storage.plumbing.faults import data_fault
+from toolscore.storage.plumbing.faults import data_fault, failure_reason
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.row_encode import prepare_telemetry
@@ -77,6 +77,16 @@ class IngestConfig:
     retry_after_s: float = 1.0  # delay suggested to clients on retryable errors
 
 
+@dataclass(frozen=True, slots=True)
+class CommitFailure:
+    """Commits failing (not for their data): why, and since when and last when, in
+    ``time.monotonic()`` seconds."""
+
+    reason: str
+    since: float
+    last: float
+
+
 @dataclass(slots=True)
 class _Pending:
     spans: Sequence[SpanRecord]
@@ -110,6 +120,7 @@ class IngestWriter:
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self._busy_since: float | None = None
+        self._failure: CommitFailure | None = None
         # one thread: a single writer avoids lock contention in SQLite and keeps batches ordered
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-ingest")
 
@@ -122,6 +133,12 @@ class IngestWriter:
         """``time.monotonic()`` when the batch being stored now was handed to the writer
         thread (None: idle). Read-only, for a watchdog to tell a stuck writer."""
         return self._busy_since
+
+    @property
+    def commit_failure(self) -> CommitFailure | None:
+        """Set while the latest commit failed (not for its data), None once one succeeds: for
+        the watchdog to say why writes are refused (a full disk, a lost connection...)."""
+        return self._failure
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="toolscore-ingest-writer")
@@ -202,6 +219,7 @@ class IngestWriter:
             fault = data_fault(exc)
             if fault is None:
                 self._metrics.commit_failures.inc()
+                self._failed(failure_reason(exc))
                 log.warning("ingest: batch of %d requests not stored: %s", len(batch), exc)
                 return [self._unavailable()] * len(batch)
             self._metrics.data_faults.inc()
@@ -221,7 +239,13 @@ class IngestWriter:
                     "was stored and resending it unchanged will fail again"
                 )
             ]
+        self._failure = None
         return [None] * len(batch)
+
+    def _failed(self, reason: str) -> None:
+        now = time.monotonic()
+        since = self._failure.since if self._failure is not None else now
+        self._failure = CommitFailure(reason, since, now)
 
     def _unavailable(self) -> StorageUnavailable:
         # The driver's text names hosts, ports and limits: it goes to the log, not to clients.

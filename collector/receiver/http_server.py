@@ -62,7 +62,7 @@ class ClientDisconnected(Exception):
     """The client hung up while sending its body: an expected event, counted, not an error."""
 
 
-HealthCheck = Callable[[], Awaitable[bool]]
+HealthCheck = Callable[[], Awaitable[str | None]]  # why unhealthy now; None: healthy
 
 
 class HttpReceiver:
@@ -241,15 +241,15 @@ class HttpReceiver:
         return response
 
     async def _health_page(self, request: web.Request) -> web.Response:
-        ok = not self._closing
-        if ok and self._health is not None:
+        reason = "shutting down" if self._closing else None
+        if reason is None and self._health is not None:
             try:
-                ok = await asyncio.wait_for(self._health(), timeout=5)
+                reason = await asyncio.wait_for(self._health(), timeout=5)
             except Exception:
-                ok = False
-        return web.json_response(
-            {"status": "ok" if ok else "unavailable"}, status=200 if ok else 503
-        )
+                reason = "the health check did not answer"
+        if reason is None:
+            return web.json_response({"status": "ok"})
+        return web.json_response({"status": "unavailable", "reason": reason}, status=503)
 
 
 def _message_response(message: Message, is_json: bool, status: int) -> web.Response:

@@ -59,7 +59,7 @@ def http_receiver(
     metrics: Metrics,
     s: Settings,
     listen: Listen,
-    healthy: Callable[[], Awaitable[bool]],
+    unhealthy: Callable[[], Awaitable[str | None]],
 ) -> HttpReceiver:
     from toolscore.collector.receiver.http_server import HttpReceiver
 
@@ -69,7 +69,7 @@ def http_receiver(
         listen,
         s.max_request_bytes,
         _tls(s),
-        health=healthy,
+        health=unhealthy,
         shutdown_grace_s=s.shutdown_grace_s,
         retry_after_s=s.retry_after_s,
     )

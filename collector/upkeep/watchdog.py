@@ -1,4 +1,5 @@
-"""The health watchdog of ``toolscore serve``: notices a database that stopped answering.
+"""The health watchdog of ``toolscore serve``: notices a database that stopped answering, or
+that answers but refuses every commit.
 
 Two signs, checked every second: the ingest writer's current database work has run longer than
 ``stuck_after_s`` (a commit blocked on a silent connection, while fresh connections may work),
@@ -9,6 +10,11 @@ writer is stuck, waiting and new export requests are answered UNAVAILABLE at onc
 :mod:`toolscore.collector.ingest.guard`). The stuck call itself is ended by the engine's call
 deadline (``--db-call-deadline``); the next checks then find the service healthy again (one
 INFO line).
+
+A third sign: the ingest writer's latest commit failed though the database answers the probe
+(a full disk: ``IngestWriter.commit_failure``). The service is unhealthy, with the reason, until
+a commit succeeds (space freed, the next export stored) or ``FAILED_COMMIT_MEMORY_S`` pass
+without a failed one. Requests are not refused beforehand: each still tries its commit.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from toolscore.collector.ingest.metrics import Metrics
 log = logging.getLogger("toolscore.health")
 
 CHECK_PERIOD_S = 1.0
+# A failed commit makes the service unhealthy until a commit succeeds, or until this long
+# passes without another failing: with no export to try, nothing is known to be refused
+# (a readiness probe that took the traffic away would otherwise keep it away for ever).
+FAILED_COMMIT_MEMORY_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +136,13 @@ class Watchdog:
         await self._periodic.stop()
 
     async def check(self) -> bool:
-        """The verdict now (``/health`` asks this): writer state plus a fresh probe."""
+        """The verdict now: writer state plus a fresh probe."""
         return (await self._assess()).ok
+
+    async def reason(self) -> str | None:
+        """Why the service is unhealthy now (``/health`` asks this), None when it is not."""
+        verdict = await self._assess()
+        return None if verdict.ok else verdict.reason
 
     async def _step(self) -> None:
         await self._assess()
@@ -138,6 +153,8 @@ class Watchdog:
             verdict = await self._probe.answer(self._stuck_after_s)
             # the writer may have got stuck while the probe ran
             verdict = verdict if not verdict.ok else self._writer_verdict()
+        if verdict.ok:
+            verdict = self._commit_verdict()
         await self._record(verdict)
         return verdict
 
@@ -160,6 +177,18 @@ class Watchdog:
                 "answered UNAVAILABLE until it ends",
             )
         return Verdict(True)
+
+    def _commit_verdict(self) -> Verdict:
+        """Unhealthy while commits fail though the database answers (a full disk)."""
+        failure = self._writer.commit_failure
+        now = time.monotonic()  # the writer's clock
+        if failure is None or now - failure.last > FAILED_COMMIT_MEMORY_S:
+            return Verdict(True)
+        return Verdict(
+            False,
+            f"commits failing for {now - failure.since:.0f} s: {failure.reason}; export "
+            "requests are answered UNAVAILABLE until a commit succeeds",
+        )
 
     async def _record(self, verdict: Verdict) -> None:
         if verdict.ok == self._healthy:

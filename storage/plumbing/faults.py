@@ -74,6 +74,21 @@ def _driver_fault(error: BaseException) -> str | None:
     return None  # anything else (our own bugs included) is not blamed on the data
 
 
+def failure_reason(error: BaseException) -> str:
+    """Why a write that is not a data fault failed, in words for ``/health``: a full disk, a
+    lost connection, or the error's type (never the database's own message)."""
+    orig = error.orig if isinstance(error, sa_exc.DBAPIError) and error.orig else error
+    sqlstate = getattr(orig, "sqlstate", None)
+    if getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or sqlstate == "53100":
+        return "the database's disk is full"
+    if isinstance(sqlstate, str) and sqlstate.startswith("53"):
+        return "the database server is out of resources (disk, memory or connections)"
+    lost = isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated
+    if lost or (isinstance(sqlstate, str) and sqlstate.startswith("08")):
+        return "the connection to the database was lost"
+    return f"the database refused the commit ({type(orig).__name__})"
+
+
 def _is_psycopg_data_error(error: BaseException) -> bool:
     try:
         import psycopg
@@ -82,4 +97,4 @@ def _is_psycopg_data_error(error: BaseException) -> bool:
     return isinstance(error, psycopg.DataError | psycopg.IntegrityError)
 
 
-__all__ = ["data_fault"]
+__all__ = ["data_fault", "failure_reason"]

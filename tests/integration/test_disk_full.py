@@ -1,8 +1,9 @@
 """SQLite on a disk that fills up under load: a real server (default settings) on a SQLite file in
 a 24 MiB tmpfs the test mounts (needs root: skipped otherwise). Exports are sent until the disk
 is full; every answer is 200 or a retryable 503 (never a 4xx/500 that makes an exporter drop the
-data), every acknowledged span is stored, the file passes ``PRAGMA integrity_check``, and once
-space is freed exports are acknowledged again."""
+data), ``/health`` answers 503 saying the disk is full, every acknowledged span is stored, the
+file passes ``PRAGMA integrity_check``, and once space is freed exports are acknowledged again
+and ``/health`` answers 200."""
 
 from __future__ import annotations
 
@@ -105,7 +106,10 @@ def test_sqlite_disk_full_under_load_refuses_retryably_and_recovers(tmp_path: Pa
             ]
             assert failures and failures[0] >= 1, "the refused commits are counted"
             health = requests.get(f"{srv.http_url}/health", timeout=10)
-            print(f"\nanswers {dict(answers)}; /health while full: {health.status_code}")
+            print(f"\nanswers {dict(answers)}; /health while full: {health.text}")
+            assert health.status_code == 503, "every write is refused: not healthy"
+            assert health.json()["status"] == "unavailable"
+            assert "disk is full" in health.json()["reason"], health.json()
 
             filler.unlink()
             freed_at = time.monotonic()
@@ -119,6 +123,8 @@ def test_sqlite_disk_full_under_load_refuses_retryably_and_recovers(tmp_path: Pa
                 time.sleep(0.2)
             assert recovered is not None, "exports were not acknowledged again once space was freed"
             print(f"acknowledged again {recovered:.1f} s after space was freed")
+            health = requests.get(f"{srv.http_url}/health", timeout=10)
+            assert (health.status_code, health.json()) == (200, {"status": "ok"})
 
         engine = create_engine(db_url)
         try:

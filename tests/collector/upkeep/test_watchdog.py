@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import threading
 import time
 
@@ -156,6 +157,47 @@ def test_shutting_out_answers_waiting_requests_unavailable_for_good(sqlite_url: 
         with pytest.raises(ShuttingDown):
             await writer.submit([_span(2)])
         hook.release.set()
+        await writer.stop()
+
+    asyncio.run(scenario())
+    engine.dispose()
+
+
+class FullDisk:
+    """Fails every ingest transaction the way SQLite does on a full disk, until ``freed``."""
+
+    def __init__(self) -> None:
+        self.freed = False
+
+    def on_batch(self, conn: Connection, batch: StoredBatch) -> None:
+        if not self.freed:
+            error = sqlite3.OperationalError("database or disk is full")
+            error.sqlite_errorcode = sqlite3.SQLITE_FULL
+            raise error
+
+
+def test_failing_commits_make_the_service_unhealthy_saying_why_until_one_succeeds(
+    sqlite_url: str,
+) -> None:
+    upgrade(sqlite_url)
+    engine = create_engine(sqlite_url)
+    disk = FullDisk()
+    metrics = Metrics()
+
+    async def scenario() -> None:
+        writer = GuardedWriter(engine, hooks=[disk], metrics=metrics)
+        await writer.start()
+        dog = Watchdog(lambda: None, writer, metrics, stuck_after_s=5)
+        assert await dog.reason() is None
+        with pytest.raises(StorageUnavailable):
+            await writer.submit([_span(1)])
+        reason = await dog.reason()
+        assert reason is not None and "the database's disk is full" in reason
+        assert metrics.healthy._value.get() == 0
+        disk.freed = True
+        await writer.submit([_span(1)])
+        assert await dog.reason() is None
+        assert metrics.healthy._value.get() == 1
         await writer.stop()
 
     asyncio.run(scenario())

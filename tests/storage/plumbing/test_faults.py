@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
-from toolscore.storage.plumbing.faults import data_fault
+from toolscore.storage.plumbing.faults import data_fault, failure_reason
 from toolscore.storage.records import SpanRecord
 from toolscore.storage.telemetry.spans import store_spans
 
@@ -124,4 +124,21 @@ def test_a_missing_table_and_our_own_bugs_are_not_data_faults(db_url: str) -> No
     assert data_fault(error) is None  # an operator can fix it: stays retryable
     assert data_fault(RuntimeError("injected")) is None
     assert data_fault(KeyError("x")) is None
+    engine.dispose()
+
+
+def test_a_full_sqlite_database_is_not_a_data_fault_and_its_reason_says_the_disk_is_full(
+    tmp_path: Path,
+) -> None:
+    """``max_page_count`` makes SQLite answer SQLITE_FULL as it does when its disk is full."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'full.db'}")
+    with pytest.raises(Exception) as info, engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (v TEXT)")
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+        conn.exec_driver_sql(f"PRAGMA max_page_count = {pages + 2}")
+        for _ in range(100):
+            conn.exec_driver_sql("INSERT INTO t VALUES (?)", (os.urandom(8000).hex(),))
+    assert data_fault(info.value) is None  # space may come back: retryable
+    assert failure_reason(info.value) == "the database's disk is full"
+    assert failure_reason(RuntimeError("x")) == "the database refused the commit (RuntimeError)"
     engine.dispose()
