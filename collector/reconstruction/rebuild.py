@@ -109,7 +109,7 @@ def _trace_ranks(
         start[span.trace_id] = min(start.get(span.trace_id, span.start_ns), span.start_ns)
     for log in logs:
         if log.trace_id and log.trace_id not in start:
-            start[log.trace_id] = log.time_ns
+            start[log.trace_id] = log.time_ns or log.observed_time_ns
     order = sorted(start, key=lambda t: (start[t], t))
     return {trace: i for i, trace in enumerate(order)}, order
 
@@ -271,7 +271,9 @@ def _reconstruct(
         c for c in (unused_tool_spans(spans, used, readers), unread_calls(exchanges, spans)) if c
     ]
     calls, decoded_by_call = _calls(transcript, spans, params, warnings)
+    before = len(warnings)
     messages = sample_messages(transcript, decoded_by_call, warnings)
+    cautions += warnings[before:]  # results left out: a call was made that could not be read
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None
     )

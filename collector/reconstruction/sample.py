@@ -62,12 +62,32 @@ class _Sample:
             self.assistant(entry)
 
 
+def _in_call_order(entries: list[Entry]) -> list[Entry]:
+    """The results that follow an assistant message in the order of its calls (by call id):
+    their records may arrive in any order, with equal times, and parallel calls' results in the
+    conversation answer the calls in the order the model asked. Results without a known id keep
+    their place after them."""
+    out: list[Entry] = []
+    order: dict[str, int] = {}
+    run: list[Entry] = []
+    for entry in [*entries, Entry("end", (0, 0))]:
+        if entry.role == "tool":
+            run.append(entry)
+            continue
+        out += sorted(run, key=lambda e: order.get(e.tool_call_id or "", len(order)))
+        run = []
+        if entry.role != "end":
+            out.append(entry)
+        order = {c.call_id: i for i, c in enumerate(entry.calls) if c.call_id}
+    return out
+
+
 def sample_messages(
     transcript: Transcript, decoded: dict[int, DecodedArgs], warnings: list[str]
 ) -> list[dict[str, Any]]:
     """The messages of ``transcript``; ``decoded``: each call's arguments (by ``id(call)``)."""
     sample = _Sample(transcript, decoded)
-    for entry in transcript.entries:
+    for entry in _in_call_order(transcript.entries):
         sample.add(entry)
     sample.flush()
     if sample.unanswered:

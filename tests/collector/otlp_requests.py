@@ -115,14 +115,15 @@ def shuffled_and_split(
     seed: int,
     size: int,
     *,
-    logs_first: bool,
+    order: str,
     clock: str = "recorded",
 ) -> list[dict[str, Any]]:
     """The same spans and log records in other requests: each signal's items shuffled and cut
     into requests of ``size`` items (each keeping its resource and scope), the logs' requests
-    before or after the spans'. ``clock``: the log records keep their times (``recorded``), all
-    share one time (``equal``: a coarse clock), or have none (``zero``: only the observed time,
-    as the OTel SDK sends a record whose emitter set no timestamp)."""
+    before the spans' (``logs-first``), after them (``spans-first``) or mixed with them
+    (``interleaved``). ``clock``: the log records keep their times (``recorded``), all share one
+    time (``equal``: a coarse clock), or have none (``zero``: only the observed time, as the OTel
+    SDK sends a record whose emitter set no timestamp)."""
     rng = random.Random(seed)
     by_signal: dict[str, list[dict[str, Any]]] = {"traces": [], "logs": []}
     for request in requests:
@@ -134,7 +135,13 @@ def shuffled_and_split(
     for signal, singles in by_signal.items():
         rng.shuffle(singles)
         out[signal] = [_merge(signal, singles[i : i + size]) for i in range(0, len(singles), size)]
-    first, second = ("logs", "traces") if logs_first else ("traces", "logs")
+    if order == "interleaved":
+        merged, logs, traces = [], out["logs"][::-1], out["traces"][::-1]
+        while logs or traces:
+            pick = logs if logs and (not traces or rng.random() < 0.5) else traces
+            merged.append(pick.pop())
+        return merged
+    first, second = ("logs", "traces") if order == "logs-first" else ("traces", "logs")
     return out[first] + out[second]
 
 

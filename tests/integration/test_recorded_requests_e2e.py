@@ -240,27 +240,57 @@ def test_recording_keeps_what_it_expects(name: str) -> None:
         assert json.dumps(recording.conversation_id) in carried
 
 
+# (recording, seed, where the log records go, their clock, the share of requests sent before the
+# conversation is first scored: the rest arrive after it)
+ARRIVALS = [
+    ("semantic-kernel-agent", 1, "logs-first", "recorded", 1.0),
+    ("semantic-kernel-agent", 2, "spans-first", "recorded", 1.0),
+    ("semantic-kernel-agent", 3, "logs-first", "equal", 1.0),
+    ("semantic-kernel-agent", 4, "spans-first", "zero", 1.0),
+    ("semantic-kernel-agent", 5, "interleaved", "equal", 1.0),
+    ("semantic-kernel-agent", 6, "interleaved", "zero", 0.5),
+    ("semantic-kernel-agent", 7, "logs-first", "recorded", 0.3),
+    ("semantic-kernel-agent-streaming", 8, "interleaved", "recorded", 0.6),
+    ("semantic-kernel-agent-streaming", 9, "spans-first", "equal", 0.5),
+]
+
+
 @pytest.mark.parametrize(
-    ("seed", "logs_first", "clock"),
-    [(1, True, "recorded"), (2, False, "recorded"), (3, True, "equal"), (4, False, "zero")],
-    ids=["logs-first", "spans-first", "equal-clock", "no-clock"],
+    ("name", "seed", "order", "clock", "early"),
+    ARRIVALS,
+    ids=[f"{n[-9:]}-{o}-{c}-{e}" for n, _s, o, c, e in ARRIVALS],
 )
 def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
-    db_url: str, seed: int, logs_first: bool, clock: str
+    db_url: str, name: str, seed: int, order: str, clock: str, early: float
 ) -> None:
     """Semantic Kernel's content arrives as log records, which an app's batch processors send
     whenever a batch fills: the same records and spans, shuffled and cut into requests of three
-    (records before or after the spans; their clocks as recorded, all equal, or unset), give the
-    transcript of the whole recording at once."""
-    recording = load_requests("semantic-kernel-agent")
+    (records before, after or among the spans; their clocks as recorded, all equal, or only the
+    observed time; some sent after the conversation was first scored, which must not have
+    ended in error), give the transcript of the whole recording at once."""
+    recording = load_requests(name)
     whole = reconstruct(*records(recording.requests))
-    requests = shuffled_and_split(recording.requests, seed, 3, logs_first=logs_first, clock=clock)
+    requests = shuffled_and_split(recording.requests, seed, 3, order=order, clock=clock)
     assert len(requests) > len(recording.requests)
+    cut = round(len(requests) * early)
     import_refs(db_url, expectation(recording, "reference_id"))
-    with pipeline_server(db_url) as srv:
-        send_requests(srv.http_url, requests)
-        rows = settled(db_url)
-    assert [r["id"] for r in rows] == [recording.conversation_id]
-    assert transcript(db_url, rows[0]["id"]) == [dict(m) for m in whole.messages]
     calls = [{"name": c.name, "args": c.arguments} for c in whole.tool_calls]
-    assert stored_calls(db_url, rows[0]) == calls
+    with pipeline_server(db_url) as srv:
+        send_requests(srv.http_url, requests[:cut])
+        first = settled(db_url)
+        assert not [r for r in first if r["status"] == "error"], first
+        send_requests(srv.http_url, requests[cut:])
+        deadline = time.monotonic() + 30
+        while True:
+            rows = settled(db_url)
+            now = (
+                [r["id"] for r in rows],
+                transcript(db_url, rows[0]["id"]),
+                stored_calls(db_url, rows[0]),
+            )
+            want = ([recording.conversation_id], [dict(m) for m in whole.messages], calls)
+            if now == want or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert now == want
+    assert [(r["status"], r["warning"]) for r in rows] == [("scored", None)]

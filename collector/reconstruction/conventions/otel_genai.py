@@ -273,7 +273,7 @@ def details_exchanges(logs: Sequence[LogRecordData], convention: str) -> list[Ob
                 convention=convention,
                 trace_id=log.trace_id,
                 span_id=log.span_id,
-                sort_ns=log.time_ns,
+                sort_ns=log.time_ns or log.observed_time_ns,
             )
         )
     return out

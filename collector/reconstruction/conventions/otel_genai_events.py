@@ -146,7 +146,7 @@ class OtelGenAIEvents:
         out: list[Observation] = []
         for (trace_id, span_id), group in groups.items():
             ordered = request_order(group)
-            events = [(event_name_of(log), log.time_ns, _body(log.body)) for log in ordered]
+            events = [(event_name_of(log), log_time(log), _body(log.body)) for log in ordered]
             out.append(
                 exchange_from_events(
                     events,
@@ -154,10 +154,16 @@ class OtelGenAIEvents:
                     trace_id=trace_id,
                     span_id=span_id,
                     # the rebuild places it at its span's start when the span is known
-                    sort_ns=min(log.time_ns for log in ordered),
+                    sort_ns=min(log_time(log) for log in ordered),
                 )
             )
         return out
+
+
+def log_time(log: LogRecordData) -> int:
+    """When the record was made: its time, else when the SDK observed it (a record whose
+    emitter set no time carries only that)."""
+    return log.time_ns or log.observed_time_ns
 
 
 def message_index(log: LogRecordData) -> int | None:
@@ -180,9 +186,9 @@ def request_order(group: Sequence[tuple[int, LogRecordData]]) -> list[LogRecordD
     def input_key(item: tuple[int, LogRecordData]) -> tuple[int, int, int]:
         arrival, log = item
         index = message_index(log) if indexed else None
-        return (index if index is not None else log.time_ns, log.time_ns, arrival)
+        return (index if index is not None else log_time(log), log_time(log), arrival)
 
     outputs = [(a, log) for a, log in group if event_name_of(log) == CHOICE]
     return [log for _a, log in sorted(inputs, key=input_key)] + [
-        log for _a, log in sorted(outputs, key=lambda item: (item[1].time_ns, item[0]))
+        log for _a, log in sorted(outputs, key=lambda item: (log_time(item[1]), item[0]))
     ]
