@@ -92,7 +92,7 @@ def disagreements(calls: Sequence[Call], canon: Canon) -> list[str]:
             continue
         if execution.span_id == call.span_id:
             continue  # a call known only from its tool span
-        asked, ran = canon.decode(call.arguments), canon.decode(execution.arguments)
+        asked, ran = canon.peek(call.arguments), canon.peek(execution.arguments)
         if not (asked.ok and ran.ok) or canon(call.arguments) == canon(execution.arguments):
             continue
         out.append(

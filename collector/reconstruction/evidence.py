@@ -81,7 +81,7 @@ def evidence(
     for exchange in exchanges:
         for message in exchange.outputs:
             for call in message.tool_calls:
-                decoded = canon.decode(call.arguments).arguments
+                decoded = canon.peek(call.arguments).arguments
                 keys = frozenset(decoded) if isinstance(decoded, dict) else frozenset()
                 asked.setdefault(call.name, []).append(keys)
     texts = tuple(
@@ -116,8 +116,10 @@ def _unwrapped(value: Any) -> tuple[dict[str, Any], str] | None:
         return None
     keys = frozenset(value)
     for shape, inner_key in _WRAPPERS:
+        if keys != shape:
+            continue  # checked first: decoding the inner value is what costs
         inner = maybe_json(value.get(inner_key))
-        if keys == shape and isinstance(inner, dict):
+        if isinstance(inner, dict):
             args = value.get("args")
             if "args" in keys and args not in (None, [], ()):
                 return None  # positional values: decoded by name elsewhere

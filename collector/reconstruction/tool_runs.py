@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 
 from toolscore.collector.reconstruction.conventions import ToolExecution
-from toolscore.collector.reconstruction.tool_args import DecodedArgs, decode_tool_input
+from toolscore.collector.reconstruction.tool_args import DecodedArgs
 from toolscore.collector.reconstruction.transcript import Call, Canon, Entry, Transcript
 
 HANDOFF_PREFIX = "handoff to "  # OpenAI Agents handoff TOOL spans: not tool calls
@@ -41,8 +41,8 @@ def attach(
         return canon(call.arguments) == canon(execution.arguments)
 
     def positional_equal(call: Call, execution: ToolExecution) -> bool:
-        decoded = decode_tool_input(execution.arguments)
-        mine = decode_tool_input(call.arguments).arguments
+        decoded = canon.peek(execution.arguments)
+        mine = canon.peek(call.arguments).arguments
         if mine is None or not decoded.positional:
             return False
         named = decoded.arguments or {}

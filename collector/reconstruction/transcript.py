@@ -55,44 +55,63 @@ def _canon_text(decoded: DecodedArgs, value: Any) -> str:
     except (TypeError, ValueError, RecursionError):
         # Too deep even for json (about 1,000 levels): equal to nothing else; the memo keeps
         # the value alive, so its id stays unique. The scorer refuses such arguments anyway.
-        return f"<not comparable: {id(value)}>"
+        return f"{_NOT_COMPARABLE}{id(value)}>"
     return decoded.raw or ""
 
 
 _CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+_NOT_COMPARABLE = "<not comparable: "
+
+
+def _key(value: Any) -> object:
+    """A string by its text (equal texts decode alike), anything else by identity."""
+    return value if type(value) is str else id(value)
 
 
 class Canon:
-    """Canonical text of tool arguments (equal arguments give equal text), memoised per object
-    for one reconstruction: each call's arguments are compared several times (history replay,
-    duplicate model calls, attaching tool spans). The decoding it made is kept for the one
-    later decoding of the same object (:meth:`decode`), so arguments are decoded once."""
+    """Canonical text of tool arguments (equal arguments give equal text), memoised for one
+    reconstruction: each call's arguments are compared several times (history replay, duplicate
+    model calls, attaching tool spans, checking that tool spans agree). Each value is decoded
+    once: a string by its text (a history replays the same argument text again and again), any
+    other object by identity. :meth:`peek` reads that decoding; :meth:`decode` hands it out once
+    (then the caller owns its argument dict) and decodes anew for later callers."""
 
     __slots__ = ("_decoded", "_memo")
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[Any, str]] = {}
-        self._decoded: dict[int, DecodedArgs] = {}
+        self._memo: dict[object, tuple[Any, str]] = {}
+        self._decoded: dict[object, tuple[Any, DecodedArgs]] = {}
 
     def __call__(self, value: Any) -> str:
-        hit = self._memo.get(id(value))
-        if hit is not None and hit[0] is value:
+        key = _key(value)
+        hit = self._memo.get(key)
+        if hit is not None and (hit[0] is value or type(value) is str):
             return hit[1]
-        decoded = decode_tool_input(value)
+        decoded = self.peek(value)
         text = _canon_text(decoded, value)
-        self._memo[id(value)] = (value, text)  # holding the value keeps its id unique
-        self._decoded[id(value)] = decoded
+        if type(value) is str and text.startswith(_NOT_COMPARABLE):
+            key = id(value)  # equal to nothing else, like any object too deep to compare
+        self._memo[key] = (value, text)  # holding the value keeps its id unique
         return text
 
+    def peek(self, value: Any) -> DecodedArgs:
+        """``decode_tool_input(value)``, to read only: the one decoding of this value."""
+        key = _key(value)
+        hit = self._decoded.get(key)
+        if hit is not None and (hit[0] is value or type(value) is str):
+            return hit[1]
+        decoded = decode_tool_input(value)
+        self._decoded[key] = (value, decoded)
+        return decoded
+
     def decode(self, value: Any) -> DecodedArgs:
-        """``decode_tool_input(value)``: the decoding made for its canonical text if there was
-        one and it was not handed out yet (each caller gets its own argument dict), else a new
-        one."""
-        hit = self._memo.get(id(value))
-        if hit is not None and hit[0] is value:
-            decoded = self._decoded.pop(id(value), None)
-            if decoded is not None:
-                return decoded
+        """``decode_tool_input(value)``, the caller's own: the decoding made for reading if it
+        was not handed out yet, else a new one."""
+        key = _key(value)
+        hit = self._decoded.get(key)
+        if hit is not None and (hit[0] is value or type(value) is str):
+            del self._decoded[key]
+            return hit[1]
         return decode_tool_input(value)
 
 

@@ -127,7 +127,7 @@ def norm_role(role: object) -> str:
 
 def maybe_json(value: object) -> Any:
     """Parse a JSON string; return anything else (or unparseable text) unchanged."""
-    if isinstance(value, bytes | bytearray):
+    if type(value) is not str and isinstance(value, bytes | bytearray):
         value = bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, str):
         stripped = value.strip()
