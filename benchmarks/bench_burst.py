@@ -159,7 +159,12 @@ class Burst:
 
 
 def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float) -> Any:
-    from sqlalchemy import func, or_, select
+    """Poll as a reader would until every conversation is scored. Called once every request was
+    acknowledged (so every conversation row exists): while some of the run's conversations are
+    still pending, the poll counts them through the pending rows' partial index (a scan of the
+    whole table every 50 ms would take CPU from the scoring it waits for, in the server's own
+    process); then it checks that every one has a scored revision."""
+    from sqlalchemy import func, or_, select, true
 
     from toolscore.storage.conversations.tables import conversations, evaluations
     from toolscore.storage.plumbing.engine import create_engine
@@ -171,6 +176,13 @@ def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float
     seen_at = float("nan")
     with engine.connect() as conn:
         while time.monotonic() < deadline:
+            pending = conn.execute(
+                select(func.count()).where(c.needs_scoring == true(), mine)
+            ).scalar_one()
+            conn.rollback()
+            if pending:
+                time.sleep(0.05)
+                continue
             done = conn.execute(
                 select(func.count()).where(mine, c.revision >= 1, c.needs_scoring.is_(False))
             ).scalar_one()

@@ -22,6 +22,7 @@ from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
     expand,
+    names_any,
 )
 
 MAX_INT64 = 2**63 - 1
@@ -44,7 +45,10 @@ def key_problem(attrs: Mapping[str, Any], keys: Sequence[str], max_bytes: int) -
     values count,
     as their stripped text (numbers are short, so only strings need checking).
     """
-    for key in expand(tuple(keys), attrs):
+    named = tuple(keys)
+    if not names_any(named, attrs):
+        return None  # the usual span: it carries none of them
+    for key in expand(named, attrs):
         value = attrs.get(key)
         if type(value) is not str:
             continue

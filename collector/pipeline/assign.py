@@ -31,7 +31,7 @@ from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
     conversation_id_for_trace,
-    matches,
+    present_keys,
     reference_id_for,
     span_order,
 )
@@ -93,7 +93,7 @@ def _summarise(
         # Only ask about keys the trace carries at all: most carry one or none (hot path).
         resources = {id(s.resource_attributes): s.resource_attributes for s in ordered}
         present = set().union(*[s.attributes for s in ordered], *resources.values())
-        keys = [k for k in keys_of if matches(k, present)]
+        keys = present_keys(keys_of, present)
         named = (conversation_id_for_trace(ordered, keys, True) or None) if keys else None
         replaying = named is None and config.replay_window_s > 0
         out.append(

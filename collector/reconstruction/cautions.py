@@ -18,18 +18,12 @@ from collections.abc import Collection, Sequence
 
 from toolscore.collector.reconstruction.conventions import Exchange
 from toolscore.collector.reconstruction.conventions.base import maybe_json
-from toolscore.collector.reconstruction.conventions.unrecognised import tool_like
+from toolscore.collector.reconstruction.conventions.unrecognised import runs_tool
 from toolscore.collector.reconstruction.transcript import Call, Canon
 from toolscore.storage.records import SpanRecord
 
 _SHOWN = 3
 _TOOL_FINISH = ("tool", "function_call")
-
-
-def _strongly_tool_like(span: SpanRecord) -> bool:
-    """A tool run by its name or by what a kind attribute says; a key merely mentioning a tool
-    (an agent span's ``metadata.steps.0.tool.name``) is not enough here."""
-    return any(w.startswith("name ") or "=" in w for w in tool_like(span))
 
 
 def unused_tool_spans(
@@ -40,7 +34,7 @@ def unused_tool_spans(
     unused = [
         s
         for s in spans
-        if s.span_id not in used and s.span_id not in read and _strongly_tool_like(s)
+        if s.span_id not in used and s.span_id not in read and runs_tool(s)
     ]
     if not unused:
         return None

@@ -94,6 +94,40 @@ def expand(keys: tuple[str, ...], attributes: Mapping[str, object]) -> list[str]
     return [n for k in keys for n in (pattern_keys(k, attributes) if is_pattern(k) else [k])]
 
 
+@cache
+def _plain(keys: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(k for k in keys if not is_pattern(k))
+
+
+def names_any(keys: tuple[str, ...], attributes: Mapping[str, object]) -> bool:
+    """Whether :func:`expand` of ``keys`` may name an attribute of ``attributes`` (hot path: a
+    set test and one suffix test per attribute; True when a pattern needs the slow test)."""
+    suffixes = _suffixes(keys)
+    if suffixes is None:
+        return True
+    if not _plain(keys).isdisjoint(attributes):
+        return True
+    return bool(suffixes) and any(k.endswith(suffixes) for k in attributes)
+
+
+@cache
+def _glob_free_suffixes(keys: tuple[str, ...]) -> tuple[str, ...] | None:
+    """:func:`_suffixes`, when none holds a character ``fnmatch`` reads as a wildcard."""
+    suffixes = _suffixes(keys)
+    if suffixes is None or any(c in s for s in suffixes for c in "*?["):
+        return None
+    return suffixes
+
+
+def present_keys(keys: tuple[str, ...], names: set[str] | frozenset[str]) -> list[str]:
+    """``[k for k in keys if matches(k, names)]`` (hot path: one suffix test per name decides
+    that no pattern matches)."""
+    suffixes = _glob_free_suffixes(keys)
+    if suffixes is not None and not (suffixes and any(n.endswith(suffixes) for n in names)):
+        return [k for k in keys if k in names and not is_pattern(k)]
+    return [k for k in keys if matches(k, names)]
+
+
 def matches(key: str, names: Iterable[str]) -> bool:
     """Whether ``key`` (a name or a pattern) names one of ``names``."""
     if not is_pattern(key):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from toolscore.storage.records import SpanRecord
 
-__all__ = ["tool_like", "unrecognised_warning"]
+__all__ = ["runs_tool", "tool_like", "unrecognised_warning"]
 
 _TOOL_WORD = re.compile(r"(?<![a-z])tool(?![a-z])|(?<![a-z])tool_|_tool(?![a-z])", re.IGNORECASE)
 _NOT_A_RUN = re.compile(r"tools|definition|tool_choice|tool\.choice|available", re.IGNORECASE)
@@ -37,6 +37,25 @@ def tool_like(span: SpanRecord) -> tuple[str, ...]:
     if _TOOL_WORD.search(span.name) and not _NOT_A_RUN.search(span.name):
         found.insert(0, f"name {span.name!r}")
     return tuple(found)
+
+
+def runs_tool(span: SpanRecord) -> bool:
+    """Whether one of :func:`tool_like`'s reasons is the name or a ``key=value`` (a key merely
+    naming a tool, as an agent span's ``metadata.steps.0.tool.name``, is not enough), without
+    making the reasons (hot path: most keys are neither kind-like nor odd)."""
+    if _TOOL_WORD.search(span.name) and not _NOT_A_RUN.search(span.name):
+        return True
+    for key, value in span.attributes.items():
+        odd = "=" in key or key.startswith("name ")  # such a key reads as either reason
+        kind = _KIND_KEYS.search(key)
+        if not (kind or odd) or _NOT_A_RUN.search(key):
+            continue
+        if _TOOL_WORD.search(key):
+            if odd:
+                return True
+        elif kind and str(value).strip().lower() in _TOOL_VALUES:
+            return True
+    return False
 
 
 def unrecognised_warning(spans: Sequence[SpanRecord], readers: Mapping[str, str]) -> str | None:
