@@ -56,7 +56,7 @@ def _conversation(name: str, trace: str, filler: int) -> tuple[list[SpanRecord],
             parent_span_id=root.span_id,
             name="filler",
             attributes={},
-        )  # fmt: skip
+        )
         for i in range(filler)
     ]
     return spans + extra, logs
