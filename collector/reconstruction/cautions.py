@@ -31,11 +31,7 @@ def unused_tool_spans(
 ) -> str | None:
     """Tool-like spans no convention read (one that read a span and took nothing from it does
     so knowingly: ADK's ``execute_tool (merged)``, smolagents' final answer)."""
-    unused = [
-        s
-        for s in spans
-        if s.span_id not in used and s.span_id not in read and runs_tool(s)
-    ]
+    unused = [s for s in spans if s.span_id not in used and s.span_id not in read and runs_tool(s)]
     if not unused:
         return None
     shown = ", ".join(f"{s.span_id} {s.name!r}" for s in unused[:_SHOWN])

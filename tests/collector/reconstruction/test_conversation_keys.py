@@ -7,7 +7,10 @@ from typing import Any
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     conversation_id_for_trace,
+    matches,
+    names_any,
     normalize_user_input,
+    present_keys,
     reference_id_for,
 )
 from toolscore.storage.records import SpanRecord
@@ -117,3 +120,25 @@ def test_a_pattern_key_is_checked_like_a_named_one_when_decoded() -> None:
     long = {"acme.metadata.thread_id": "x" * 2000}
     assert key_problem(long, DEFAULT_KEY_ATTRIBUTES, 1024) is not None
     assert key_problem({"acme.metadata.other": "x" * 2000}, DEFAULT_KEY_ATTRIBUTES, 1024) is None
+
+
+def test_present_keys_are_the_keys_matching_a_name_with_patterns_tested_by_suffix() -> None:
+    names = {"gen_ai.conversation.id", "langsmith.metadata.thread_id", "other"}
+    keys = DEFAULT_CONVERSATION_KEYS
+    assert present_keys(keys, names) == [k for k in keys if matches(k, names)]
+    assert present_keys(keys, names) == [
+        "gen_ai.conversation.id",
+        "langsmith.metadata.thread_id",
+        "*.metadata.thread_id",
+    ]
+    assert present_keys(keys, {"gen_ai.operation.name"}) == []
+    # a pattern fnmatch reads with wildcards beyond its leading * is tested as fnmatch does
+    assert present_keys(("*.s?ssion", "*[ab]"), {"x.session", "zb"}) == ["*.s?ssion", "*[ab]"]
+
+
+def test_names_any_tells_attributes_no_key_can_name() -> None:
+    keys = DEFAULT_CONVERSATION_KEYS
+    assert not names_any(keys, {"gen_ai.operation.name": "chat", "gen_ai.tool.name": "t"})
+    assert names_any(keys, {"session.id": "s"})
+    assert names_any(keys, {"acme.metadata.sessionId": "s"})
+    assert names_any(("a*b",), {"x": 1})  # a pattern it cannot test by suffix: maybe

@@ -14,6 +14,7 @@ from toolscore.collector.reconstruction.tool_args import (
     decode_tool_input,
     repair_truncated_json,
 )
+from toolscore.collector.reconstruction.transcript import Canon
 
 PARIS = {"city": "Paris"}
 
@@ -129,3 +130,17 @@ def test_any_prefix_of_a_json_object_decodes_to_a_subset(data: dict[str, Any], c
         assert arguments == data or (arguments == {} and cut == 0)
     elif arguments is not None:
         assert all(k in data and data[k] == v for k, v in arguments.items())
+
+
+def test_a_conversation_decodes_each_argument_text_once_and_hands_out_its_own_dicts() -> None:
+    canon = Canon()
+    first, again = '{"city": "Paris"}', "".join(['{"city": ', '"Paris"}'])
+    assert first == again and first is not again  # a history repeats the text, not the object
+    read = canon.peek(first)
+    assert canon.peek(again) is read
+    assert canon(first) == canon(again) == canon({"city": "Paris"})
+    owned = canon.decode(again)
+    assert owned is read  # the reading decoding is handed out once...
+    later = canon.decode(first)
+    assert later == owned and later.arguments is not owned.arguments  # ...then decoded anew
+    assert later == decode_tool_input(first)

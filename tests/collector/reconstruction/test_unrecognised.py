@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.collector.reconstruction.test_reconstruct import W, assistant, chat, span, tool, user
-from toolscore.collector.reconstruction.conventions.unrecognised import tool_like
+from toolscore.collector.reconstruction.conventions.unrecognised import runs_tool, tool_like
 from toolscore.collector.reconstruction.rebuild import reconstruct
 
 
@@ -74,3 +74,19 @@ def test_what_makes_a_span_look_like_a_tool_run() -> None:
         "traceloop.span.kind=tool",
     )
     assert tool_like(span("toolbox", {"llm.tools.0.tool.json_schema": "{}"}, start=0)) == ()
+
+
+def test_a_span_runs_a_tool_by_its_name_or_a_kind_attribute_not_by_a_key_naming_one() -> None:
+    def runs(name: str, attrs: dict[str, object]) -> bool:
+        record = span(name, attrs, start=0)
+        reasons = tool_like(record)
+        assert runs_tool(record) == any(r.startswith("name ") or "=" in r for r in reasons)
+        return runs_tool(record)
+
+    assert runs("acme tool run", {})
+    assert runs("agent", {"openinference.span.kind": "TOOL"})
+    assert runs("agent", {"gen_ai.operation.name": " execute_tool "})
+    assert not runs("agent", {"metadata.steps.0.tool.name": "get_weather"})
+    assert not runs("chat", {"gen_ai.operation.name": "chat", "gen_ai.tool.definitions": "[]"})
+    assert not runs("list tools", {"tool_choice": "auto"})
+    assert runs("agent", {"odd=tool_key": 1})  # a key that reads as a key=value reason
