@@ -43,6 +43,7 @@ from toolscore.storage.plumbing.dialect import write_transaction
 from toolscore.storage.plumbing.faults import data_fault, failure_reason
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.compressed import compresses_values
+from toolscore.storage.telemetry.contents import KnownContents
 from toolscore.storage.telemetry.row_encode import prepare_telemetry
 from toolscore.storage.telemetry.spans import store_telemetry
 
@@ -121,6 +122,8 @@ class IngestWriter:
         self._task: asyncio.Task[None] | None = None
         self._busy_since: float | None = None
         self._failure: CommitFailure | None = None
+        # the pieces of long strings stored lately: not compressed nor sent again
+        self._known = KnownContents()
         # one thread: a single writer avoids lock contention in SQLite and keeps batches ordered
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-ingest")
 
@@ -264,11 +267,13 @@ class IngestWriter:
                 unique.setdefault((span.trace_id, span.span_id), span)
         spans = list(unique.values())
         logs = [rec for item in batch for rec in item.logs]
-        rows = prepare_telemetry(spans, logs, now, compresses_values(self._engine.dialect))
+        compress = compresses_values(self._engine.dialect)
+        rows = prepare_telemetry(spans, logs, now, compress, self._known)
         with write_transaction(self._engine) as conn:
             stored = StoredBatch(spans, logs, store_telemetry(conn, rows))
             for hook in self._hooks:
                 hook.on_batch(conn, stored)
+        self._known.remember(rows.contents.keys)  # committed
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.batch_items.observe(len(spans) + len(logs))
 

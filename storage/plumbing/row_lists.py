@@ -1,7 +1,8 @@
 """Statements over a list of ids or rows, by dialect (a part of storage/plumbing/dialect.py, which
 holds
-the other dialect differences): looking rows up id by id (:func:`each_id`), and updating many
-rows in one statement (:func:`update_each`).
+the other dialect differences): looking rows up id by id (:func:`each_id`), updating many
+rows in one statement (:func:`update_each`), inserting many where most are stored already
+(:func:`insert_tuples_skip_existing`).
 """
 
 from __future__ import annotations
@@ -108,3 +109,30 @@ def key_share_in(dialect: Dialect, query: Select[Any]) -> Select[Any]:
     if dialect.name == "postgresql":
         return query.with_for_update(read=True, key_share=True)
     return query
+
+
+def insert_tuples_skip_existing(
+    conn: Connection,
+    table: Table,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    key: Sequence[str],
+) -> None:
+    """Insert ``rows`` (tuples in ``columns`` order), skipping those whose ``key`` is stored,
+    where duplicates are the usual case (so no COPY: it fails on the first one). PostgreSQL:
+    one ``INSERT ... SELECT FROM unnest(arrays)``; SQLite: one prepared ``executemany``."""
+    if not rows:
+        return
+    cols = ", ".join(columns)
+    tail = f" ON CONFLICT ({', '.join(key)}) DO NOTHING"
+    if conn.dialect.name == "postgresql":
+        types = [table.c[c].type.compile(dialect=conn.dialect) for c in columns]
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        values = [list(column) for column in zip(*rows, strict=True)]
+        conn.exec_driver_sql(
+            f"INSERT INTO {table.name} ({cols}) SELECT * FROM unnest({arrays})" + tail,
+            tuple(values),
+        )
+        return
+    marks = ", ".join("?" * len(columns))
+    conn.exec_driver_sql(f"INSERT INTO {table.name} ({cols}) VALUES ({marks})" + tail, list(rows))

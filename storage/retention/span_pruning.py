@@ -4,9 +4,10 @@ safe: :mod:`toolscore.storage.retention.spans`).
 A pass finds conversations whose last span arrived before the cutoff, marks up to
 ``conversations_per_mark`` of them in one transaction, deletes their spans and log records
 ``rows_per_batch`` rows per transaction, records them as pruned, and repeats until none is left;
-then (SQLite files with ``auto_vacuum=INCREMENTAL``) gives the free pages back to the file
-system ``vacuum_pages`` pages per transaction. Every transaction is short, so ingest (one
-writer at a time on SQLite) waits at most one batch.
+then deletes the stored pieces of long strings of the days no span is left of
+(storage/telemetry/content_store.py); then (SQLite files with ``auto_vacuum=INCREMENTAL``) gives
+the free pages back to the file system ``vacuum_pages`` pages per transaction. Every transaction
+is short, so ingest (one writer at a time on SQLite) waits at most one batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy import Connection, Engine
 from toolscore.storage.plumbing.chunks import chunks
 from toolscore.storage.plumbing.database_file import database_bytes, release_free_pages
 from toolscore.storage.retention import spans as store
+from toolscore.storage.telemetry.content_store import sweep
 from toolscore.storage.telemetry.partitions import drop_done
 
 
@@ -85,7 +87,9 @@ def prune(
         lambda c: store.delete_traceless_logs(c, cutoff_ns, limits.rows_per_batch),
         progress,
     )
-    if spans + logs:
+    # the pieces of long strings of the days no span is left of (content_store.sweep)
+    pieces = sweep(engine, int(now().timestamp() * 1e9))
+    if spans + logs + pieces:
         release_pages(engine, limits)
     after = database_size(engine)
     return PruneResult(

@@ -30,6 +30,8 @@ from toolscore.storage.plumbing.dialect import can_partition
 
 DAY_NS = 86_400 * 1_000_000_000
 TABLES = {"spans": "start_ns", "log_records": "time_ns"}  # table -> partition key
+# also by day (migration 0021), dropped by its own rule (storage/telemetry/content_store.py)
+CREATED_AHEAD = {**TABLES, "span_contents": "day_ns"}
 DDL_LOCK_TIMEOUT = "200ms"  # the longest ingest may wait for a partition created or dropped
 
 
@@ -92,7 +94,9 @@ def create_ahead(conn: Connection, now_ns: int, days: int = 3) -> list[str]:
     created: list[str] = []
     if not partitioned(conn):
         return created
-    for table in TABLES:
+    for table in CREATED_AHEAD:
+        if table not in TABLES and not partitioned(conn, table):
+            continue  # a database not upgraded yet (serve --no-upgrade)
         existing = {p.name for p in partitions(conn, table)}
         for offset in range(days + 1):
             low = day_start(now_ns) + offset * DAY_NS

@@ -12,26 +12,32 @@ them), and most spans have no events or links. Values decode exactly as the JSON
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolscore.storage.plumbing.jsoncodec import json_loads
 from toolscore.storage.records import SPAN_FIELDS, SPAN_SETTERS, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.telemetry.compressed import TAG, unpack
+from toolscore.storage.telemetry.contents import TAG as REF_TAG
+from toolscore.storage.telemetry.contents import Key, resolve
 
 # The columns a SpanRecord is rebuilt from, in :func:`decode_spans`'s row order (the columns
 # carry the fields' names).
 SPAN_READ_COLUMNS: tuple[str, ...] = SPAN_FIELDS
 
-_TAGS = ("$bytes", "$float", "$str", TAG)
+_TAGS = ("$bytes", "$float", "$str", TAG, REF_TAG)
+_NO_TEXTS: Mapping[Key, str] = {}
 
 
-def from_json_value(value: Any) -> Any:
-    """Inverse of ``storage.telemetry.spans.to_json_value``."""
+def from_json_value(value: Any, texts: Mapping[Key, str] = _NO_TEXTS) -> Any:
+    """Inverse of ``storage.telemetry.row_encode.to_json_value``; ``texts``: the stored pieces
+    that references resolve to (``content_store.fetch_contents``)."""
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, inner),) = value.items()
             if key in _TAGS and isinstance(inner, str):
+                if key == REF_TAG:
+                    return resolve(inner, texts)
                 if key == "$bytes":
                     return base64.b64decode(inner)
                 if key == "$str":
@@ -39,28 +45,31 @@ def from_json_value(value: Any) -> Any:
                 if key == TAG:
                     return unpack(inner)
                 return float(inner)
-        return {k: from_json_value(v) for k, v in value.items()}
+        return {k: from_json_value(v, texts) for k, v in value.items()}
     if isinstance(value, list):
-        return [from_json_value(v) for v in value]
+        return [from_json_value(v, texts) for v in value]
     return value
 
 
-def attributes_from_json(value: Any) -> dict[str, Any]:
+def attributes_from_json(value: Any, texts: Mapping[Key, str] = _NO_TEXTS) -> dict[str, Any]:
     """Decoded attributes (a mapping of JSON-storable values), untagged."""
     if not isinstance(value, dict):
         return {}
     # Fast path: scalar values (the usual case) carry no tags, so the decoded dict is the value.
     for v in value.values():
         if type(v) is dict or type(v) is list:
-            return {k: from_json_value(v) for k, v in value.items()}
+            return {k: from_json_value(v, texts) for k, v in value.items()}
     return value
 
 
 def decode_spans(
-    rows: Iterable[Sequence[Any]], resources: dict[str, Any] | None = None
+    rows: Iterable[Sequence[Any]],
+    resources: dict[str, Any] | None = None,
+    texts: Mapping[Key, str] = _NO_TEXTS,
 ) -> list[SpanRecord]:
     """One ``SpanRecord`` per row of :data:`SPAN_READ_COLUMNS` (JSON columns as text);
-    ``resources`` (resource JSON -> decoded) is shared between calls when given."""
+    ``resources`` (resource JSON -> decoded) is shared between calls when given; ``texts``:
+    the stored pieces the rows refer to."""
     if resources is None:
         resources = {}
     out: list[SpanRecord] = []
@@ -95,14 +104,14 @@ def decode_spans(
         set_kind(span, kind)
         set_start(span, start_ns)
         set_end(span, end_ns)
-        set_attributes(span, attributes_from_json(json_loads(attributes)))
+        set_attributes(span, attributes_from_json(json_loads(attributes), texts))
         set_resource(span, resource)
         set_scope_name(span, scope_name)
         set_scope_version(span, scope_version)
         set_status_code(span, status_code)
         set_status_message(span, status_message)
-        set_events(span, () if events == "[]" else _events(json_loads(events)))
-        set_links(span, () if links == "[]" else _links(json_loads(links)))
+        set_events(span, () if events == "[]" else _events(json_loads(events), texts))
+        set_links(span, () if links == "[]" else _links(json_loads(links), texts))
         append(span)
     return out
 
@@ -115,15 +124,15 @@ new_span = object.__new__
 ) = SPAN_SETTERS  # fmt: skip
 
 
-def _events(events: Any) -> tuple[SpanEvent, ...]:
+def _events(events: Any, texts: Mapping[Key, str]) -> tuple[SpanEvent, ...]:
     return tuple(
-        SpanEvent(e["name"], e["time_ns"], attributes_from_json(e.get("attributes")))
+        SpanEvent(e["name"], e["time_ns"], attributes_from_json(e.get("attributes"), texts))
         for e in events or ()
     )
 
 
-def _links(links: Any) -> tuple[SpanLink, ...]:
+def _links(links: Any, texts: Mapping[Key, str]) -> tuple[SpanLink, ...]:
     return tuple(
-        SpanLink(lk["trace_id"], lk["span_id"], attributes_from_json(lk.get("attributes")))
+        SpanLink(lk["trace_id"], lk["span_id"], attributes_from_json(lk.get("attributes"), texts))
         for lk in links or ()
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,15 @@ import orjson
 
 from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRecord
 from toolscore.storage.telemetry.compressed import COMPRESS_AT, pack
+from toolscore.storage.telemetry.contents import (
+    REF_AT,
+    ContentBatch,
+    KnownContents,
+    StoredContents,
+    day_of,
+)
+
+Ref = Callable[[str], Any]  # a long string -> its stored reference (contents.ContentBatch.ref)
 
 # --- JSON-safe values ------------------------------------------------------------------------
 
@@ -26,10 +35,14 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def to_json_value(value: Any, compress: bool = False) -> Any:
+def to_json_value(value: Any, compress: bool = False, ref: Ref | None = None) -> Any:
     """An attribute value as JSON-storable data (tags bytes, NaN/inf and NUL-bearing strings;
-    with ``compress``, packs long strings: ``storage.telemetry.compressed``)."""
+    with ``ref``, long strings become references to their stored pieces:
+    ``storage.telemetry.contents``; else with ``compress``, packs them:
+    ``storage.telemetry.compressed``)."""
     if isinstance(value, str):
+        if ref is not None and len(value) >= REF_AT:
+            return ref(value)
         if compress and len(value) >= COMPRESS_AT:
             return pack(value)
         return {"$str": _b64(value.encode("utf-8"))} if "\x00" in value else value
@@ -44,21 +57,24 @@ def to_json_value(value: Any, compress: bool = False) -> Any:
     if isinstance(value, bytes):
         return {"$bytes": _b64(value)}
     if isinstance(value, Mapping):
-        return {_safe_text(str(k)): to_json_value(v, compress) for k, v in value.items()}
+        return {_safe_text(str(k)): to_json_value(v, compress, ref) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_json_value(v, compress) for v in value]
+        return [to_json_value(v, compress, ref) for v in value]
     return str(value)
 
 
-def attributes_to_json(attributes: Mapping[str, Any], compress: bool = False) -> Mapping[str, Any]:
+def attributes_to_json(
+    attributes: Mapping[str, Any], compress: bool = False, ref: Ref | None = None
+) -> Mapping[str, Any]:
     """``attributes`` as JSON-storable data (the same object when nothing needs tagging)."""
     # Fast path: the usual attribute set (strings, ints, bools, finite floats) needs no copy.
+    long = min(REF_AT if ref is not None else 1 << 62, COMPRESS_AT if compress else 1 << 62)
     for key, value in attributes.items():
         if "\x00" in key:
             break
         kind = type(value)
         if kind is str:
-            if "\x00" in value or (compress and len(value) >= COMPRESS_AT):
+            if "\x00" in value or len(value) >= long:
                 break
         elif kind is int or kind is bool:
             continue
@@ -66,7 +82,7 @@ def attributes_to_json(attributes: Mapping[str, Any], compress: bool = False) ->
             break
     else:
         return attributes
-    return {_safe_text(k): to_json_value(v, compress) for k, v in attributes.items()}
+    return {_safe_text(k): to_json_value(v, compress, ref) for k, v in attributes.items()}
 
 
 def _safe_text(text: str) -> str:
@@ -113,15 +129,25 @@ def dumps(value: Any) -> str:
 
 
 def span_values(
-    span: SpanRecord, received_at_ns: int, cache: dict[int, str], compress: bool = False
+    span: SpanRecord,
+    received_at_ns: int,
+    cache: dict[int, str],
+    compress: bool = False,
+    contents: ContentBatch | None = None,
 ) -> tuple[Any, ...]:
     """The ``spans`` row for ``span`` as a tuple in SPAN_COLUMNS order, JSON already serialised
-    (the ingest fast path; ``compress``: pack long strings). ``cache`` memoises JSON of shared
-    resource attribute mappings; it must not outlive the spans it was used with."""
+    (the ingest fast path). ``contents``: long strings of its attributes, events and links become
+    references to pieces it collects (``storage.telemetry.contents``); ``compress``: other long
+    strings (its resource's) are packed. ``cache`` memoises JSON of shared resource attribute
+    mappings; it must not outlive the spans it was used with."""
     resource = span.resource_attributes
     resource_json = cache.get(id(resource))
     if resource_json is None:
         resource_json = cache[id(resource)] = dumps(attributes_to_json(resource, compress))
+    ref: Ref | None = None
+    if contents is not None:
+        day, collect = day_of(span.start_ns), contents.ref
+        ref = lambda text: collect(text, day)  # noqa: E731
     return (
         span.trace_id,
         span.span_id,
@@ -132,33 +158,37 @@ def span_values(
         span.end_ns,
         span.status_code,
         _safe_text(span.status_message),
-        dumps(attributes_to_json(span.attributes, compress)),
+        dumps(attributes_to_json(span.attributes, compress, ref)),
         resource_json,
         _safe_text(span.scope_name),
         _safe_text(span.scope_version),
-        dumps(_events_json(span.events, compress)) if span.events else "[]",
-        dumps(_links_json(span.links, compress)) if span.links else "[]",
+        dumps(_events_json(span.events, compress, ref)) if span.events else "[]",
+        dumps(_links_json(span.links, compress, ref)) if span.links else "[]",
         received_at_ns,
     )
 
 
-def _events_json(events: Sequence[SpanEvent], compress: bool = False) -> list[dict[str, Any]]:
+def _events_json(
+    events: Sequence[SpanEvent], compress: bool = False, ref: Ref | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "name": _safe_text(e.name),
             "time_ns": e.time_ns,
-            "attributes": attributes_to_json(e.attributes, compress),
+            "attributes": attributes_to_json(e.attributes, compress, ref),
         }
         for e in events
     ]
 
 
-def _links_json(links: Sequence[SpanLink], compress: bool = False) -> list[dict[str, Any]]:
+def _links_json(
+    links: Sequence[SpanLink], compress: bool = False, ref: Ref | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "trace_id": lk.trace_id,
             "span_id": lk.span_id,
-            "attributes": attributes_to_json(lk.attributes, compress),
+            "attributes": attributes_to_json(lk.attributes, compress, ref),
         }
         for lk in links
     ]
@@ -191,14 +221,18 @@ def log_row(record: LogRecordData, received_at_ns: int, compress: bool = False) 
     return row
 
 
+NO_CONTENTS = StoredContents()
+
+
 @dataclass(frozen=True, slots=True)
 class TelemetryBatch:
     """Decoded spans and log records as the rows :func:`store_telemetry` inserts, serialised
     by :func:`prepare_telemetry` before the transaction opens (so that it is not held open,
-    with SQLite's write lock, while JSON is written)."""
+    with SQLite's write lock, while JSON is written and pieces compressed)."""
 
     span_rows: tuple[tuple[Any, ...], ...]  # of span_values
     log_rows: tuple[dict[str, Any], ...]  # of log_row, one per distinct record
+    contents: StoredContents = NO_CONTENTS  # the pieces the span rows refer to
 
 
 def prepare_telemetry(
@@ -206,12 +240,17 @@ def prepare_telemetry(
     logs: Sequence[LogRecordData],
     received_at_ns: int,
     compress: bool = False,
+    known: KnownContents | None = None,
 ) -> TelemetryBatch:
     """The rows of ``spans`` and ``logs``, received at ``received_at_ns``; a log record sent
-    twice in the batch is stored once. ``compress``: pack long strings, for a database that
-    does not compress them itself (``storage.telemetry.compressed.compresses_values``)."""
+    twice in the batch is stored once. Long strings of spans become references to stored
+    pieces (``storage.telemetry.contents``; ``known``: the pieces this writer stored lately).
+    ``compress``: pack the other long strings, for a database that does not compress them
+    itself (``storage.telemetry.compressed.compresses_values``)."""
     cache: dict[int, str] = {}
-    span_rows = tuple([span_values(s, received_at_ns, cache, compress) for s in spans])
+    contents = ContentBatch(received_at_ns, known)
+    span_rows = tuple([span_values(s, received_at_ns, cache, compress, contents) for s in spans])
     rows = (log_row(x, received_at_ns, compress) for x in logs)
     log_rows = {r["record_hash"]: r for r in rows}
-    return TelemetryBatch(span_rows, tuple(log_rows.values()))
+    stored = StoredContents(tuple(contents.rows()), tuple(contents.keys()))
+    return TelemetryBatch(span_rows, tuple(log_rows.values()), stored)

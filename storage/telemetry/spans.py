@@ -4,8 +4,11 @@ Attribute values are stored as JSON. JSON cannot hold every OTLP value as is, so
 tagged with a one-key object (and untagged on load, so ``load_spans`` returns what was received):
 bytes -> ``{"$bytes": base64}``, non-finite doubles -> ``{"$float": "NaN" | "Infinity" |
 "-Infinity"}``, strings containing NUL (PostgreSQL JSONB and TEXT reject it) ->
-``{"$str": base64 of UTF-8}``; on SQLite, strings of COMPRESS_AT characters or more are stored
-compressed (``storage.telemetry.compressed``). Plain text columns replace NUL with U+FFFD.
+``{"$str": base64 of UTF-8}``. Long strings of span attributes, events and links are stored as
+references to pieces kept once per day (``storage.telemetry.contents``, table ``span_contents``:
+``storage.telemetry.content_store``), resolved by :func:`load_spans`; on SQLite, the other
+strings of COMPRESS_AT characters or more are stored compressed
+(``storage.telemetry.compressed``). Plain text columns replace NUL with U+FFFD.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from toolscore.storage.plumbing.dialect import (
 from toolscore.storage.plumbing.row_lists import each_id
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.compressed import compresses_values
+from toolscore.storage.telemetry.content_store import fetch_contents, insert_contents
+from toolscore.storage.telemetry.contents import Key, Reference, references
 from toolscore.storage.telemetry.row_decode import (
     SPAN_READ_COLUMNS,
     attributes_from_json,
@@ -74,7 +79,12 @@ class Span(Base):
     received_at_ns: Mapped[int] = mapped_column(Int64, nullable=False)
     trace_seq: Mapped[int] = mapped_column(Int64, nullable=False)
 
-    __table_args__ = (PrimaryKeyConstraint("trace_seq", "span_id", name="pk_spans"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("trace_seq", "span_id", name="pk_spans"),
+        # SQLite only (migration 0021): finds a day's spans when retention sweeps that day's
+        # stored pieces (storage/telemetry/content_store.py); PostgreSQL has the day partition
+        Index("ix_spans_start_ns", "start_ns"),
+    )
 
 
 class LogRecord(Base):
@@ -110,6 +120,7 @@ def store_telemetry(conn: Connection, batch: TelemetryBatch) -> frozenset[str]:
     Returns the traces this transaction numbered (``Numbered.new``)."""
     span_rows = batch.span_rows
     numbered = number_traces(conn, {row[0] for row in span_rows})
+    insert_contents(conn, batch.contents.rows)  # before the spans that refer to them
     insert_keyed_spans(conn, keyed_span_rows(span_rows, numbered.numbers))
     insert_ignore_duplicates(conn, log_records_table, batch.log_rows)
     return numbered.new
@@ -199,6 +210,7 @@ def load_spans(
     path: one driver call per chunk)."""
     out: list[SpanRecord] = []
     resources: dict[str, Any] = {}
+    texts: dict[Key, str] = {}
     for chunk in chunks(dict.fromkeys(trace_ids)):
         parts: Iterable[Sequence[Any]]
         if batch_rows is None:
@@ -209,9 +221,18 @@ def load_spans(
         for rows in parts:
             if after_ns:
                 rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
-            out.extend(decode_spans(rows, resources))
+            fetch_contents(conn, _references(rows), texts)
+            out.extend(decode_spans(rows, resources, texts))
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
+
+
+_REFERRING = [SPAN_READ_COLUMNS.index(c) for c in ("attributes", "events", "links")]
+
+
+def _references(rows: Sequence[Sequence[Any]]) -> set[Reference]:
+    """The stored pieces ``rows`` (of :func:`_spans_of`) refer to."""
+    return references(row[i] for row in rows for i in _REFERRING)
 
 
 def load_logs(

@@ -24,11 +24,12 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
-_PARTITION = re.compile(r"^(spans|log_records)_(p\d{8}|default)")
+_PARTITION = re.compile(r"^(spans|log_records|span_contents)_(p\d{8}|default)")
 
 
 def _not_a_partition(obj: Any, name: str | None, kind: str, *_: Any) -> bool:
-    """PostgreSQL's day partitions of spans and log_records (migration 0008) are not models."""
+    """PostgreSQL's day partitions of spans, log_records (migration 0008) and span_contents
+    (0021) are not models."""
     table = name if kind == "table" else getattr(getattr(obj, "table", None), "name", "")
     return not _PARTITION.match(table or "")
 
@@ -42,10 +43,10 @@ def _schema_diff(url: str) -> list[Any]:
             diff = list(compare_metadata(ctx, metadata))
             if conn.dialect.name == "postgresql":
                 # partitioned tables: unique keys hold the partition key
-                # (storage/telemetry/partitions.py)
-                diff = [
-                    d for d in diff if getattr(d[1], "name", "") != "uq_log_records_record_hash"
-                ]
+                # (storage/telemetry/partitions.py); a day's spans are found by their partition,
+                # not ix_spans_start_ns (SQLite only, migration 0021)
+                skipped = {"uq_log_records_record_hash", "ix_spans_start_ns"}
+                diff = [d for d in diff if getattr(d[1], "name", "") not in skipped]
             return diff
     finally:
         engine.dispose()
