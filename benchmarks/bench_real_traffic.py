@@ -12,8 +12,9 @@ in the same run, alternating order from run to run:
 - disk per wire byte after the run: SQLite after a checkpoint and VACUUM (the file), PostgreSQL
   after VACUUM FULL (``pg_total_relation_size`` of every table, indexes and TOAST included);
   both with the empty migrated schema subtracted; and disk per conversation;
-- the long conversation: bytes of its stored span rows (their JSON and text columns) per byte of
-  its distinct content (each message once, as JSON).
+- the long conversation: bytes of its stored span rows (their JSON and text columns) and of the
+  stored pieces they refer to (``span_contents``, compressed, each once) per byte of its
+  distinct content (each message once, as JSON).
 
     python benchmarks/bench_real_traffic.py --runs 3 --copies 10 \\
         --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test --baseline-tree /tmp/main
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from bench_ingest import _cpu_s, _drive, _drop_postgres, _free_port, _fresh_postgres, _wait_port
 from real_traffic_load import LONG_ID, Corpus, build
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_TABLES = (
@@ -51,6 +52,27 @@ LONG_ROW_BYTES = (
     "+ length(CAST(s.links AS TEXT)) + length(s.scope_name) + length(s.scope_version)) "
     "FROM spans s WHERE CAST(s.attributes AS TEXT) LIKE :pattern"
 )
+LONG_JSON = (
+    "SELECT CAST(s.attributes AS TEXT), CAST(s.events AS TEXT), CAST(s.links AS TEXT) "
+    "FROM spans s WHERE CAST(s.attributes AS TEXT) LIKE :pattern"
+)
+PIECE_BYTES = "SELECT length(data) FROM span_contents WHERE day_ns = :day AND hash = :hash"
+
+
+def _long_piece_bytes(conn: Connection, pattern: str) -> int:
+    """The compressed bytes of every piece the long conversation's rows refer to, once each."""
+    from toolscore.storage.telemetry.content_store import fetch_contents
+    from toolscore.storage.telemetry.contents import references
+
+    texts = [t for row in conn.execute(text(LONG_JSON), {"pattern": pattern}) for t in row]
+    refs = references(texts)
+    if not refs:
+        return 0
+    found: dict[tuple[int, str], str] = {}
+    fetch_contents(conn, refs, found)
+    return sum(
+        int(conn.execute(text(PIECE_BYTES), {"day": d, "hash": h}).scalar_one()) for d, h in found
+    )
 
 
 @dataclass(frozen=True)
@@ -151,6 +173,7 @@ def run_serve(url: str, corpus: Corpus, concurrency: int, label: str, tree: str 
     with engine.connect() as conn:
         stored = int(conn.execute(text("SELECT count(*) FROM spans")).scalar_one())
         long_rows = conn.execute(text(LONG_ROW_BYTES), {"pattern": f"%{LONG_ID}%"}).scalar_one()
+        long_rows = int(long_rows or 0) + _long_piece_bytes(conn, f"%{LONG_ID}%")
     engine.dispose()
     return Figures(
         label, corpus.spans, stored, load.seconds, _disk(url) - empty,
