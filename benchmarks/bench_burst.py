@@ -13,8 +13,10 @@ PostgreSQL only) each gets half the conversations from its own load process. Rep
   every conversation scored (the burst target: <= settle + 1 s). The last row's ``created_at``
   is also shown: it is stamped before the write transaction (its wait for the write lock and
   its commit come after), so it says less than what a user sees;
-- CPU seconds per process type (server, scoring processes, and on PostgreSQL the database's
-  backends of the run) per stored span and per scored conversation.
+- at the last acknowledgement, the conversations not scored yet, and of those the ready ones
+  (quiet for the settle time): a scoring backlog, not conversations still settling;
+- CPU seconds per process type (server, scoring processes, the client while it sends, and on
+  PostgreSQL the database's backends of the run) per stored span and per scored conversation.
 
     python benchmarks/bench_burst.py --conversations 30000 --settle 2          # SQLite
     python benchmarks/bench_burst.py --conversations 30000 --settle 2 --grpc   # gRPC, 8 in flight
@@ -91,6 +93,7 @@ def _send_grpc(port: int, conversations: int, prefix: str, result: Any) -> None:
     from benchmarks.pipeline_load import payloads
 
     bodies = payloads(prefix, max(1, conversations // TRACES_PER_REQUEST))
+    cpu = time.process_time()
     state = {"next": 0, "ok": 0, "failed": 0}
     lock = threading.Lock()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -124,6 +127,7 @@ def _send_grpc(port: int, conversations: int, prefix: str, result: Any) -> None:
         t.join()
     result["last_ack"] = time.time()
     result["first_send"] = started
+    result["cpu"] = time.process_time() - cpu
     channel.close()
     result.update(
         spans=state["ok"] * TRACES_PER_REQUEST * SPANS_PER_TRACE,
@@ -133,14 +137,20 @@ def _send_grpc(port: int, conversations: int, prefix: str, result: Any) -> None:
 
 
 def _send(port: int, conversations: int, prefix: str, result: Any) -> None:
-    from benchmarks.pipeline_load import load
+    from benchmarks.pipeline_load import paced, payloads
 
-    requests = max(1, conversations // TRACES_PER_REQUEST)
-    spans = requests * TRACES_PER_REQUEST * SPANS_PER_TRACE
-    started = time.time()
-    load(port, 1e9, (spans + 1) / 1e9, prefix, result)  # unpaced: as fast as acknowledged
+    bodies = payloads(prefix, max(1, conversations // TRACES_PER_REQUEST))  # before the clock
+    cpu, started = time.process_time(), time.time()
+    posted = paced(port, bodies, 0.0)  # unpaced: as fast as acknowledged
     result["last_ack"] = time.time()
-    result["first_send"] = started
+    ok = len(posted.latencies)
+    result.update(
+        first_send=started,
+        cpu=time.process_time() - cpu,
+        spans=ok * TRACES_PER_REQUEST * SPANS_PER_TRACE,
+        conversations=ok * TRACES_PER_REQUEST,
+        failed=posted.failed,
+    )
 
 
 @dataclass
@@ -156,14 +166,19 @@ class Burst:
     cpu: dict[str, float] = field(default_factory=dict)  # process type -> CPU seconds
     scoring_wait_s: float = 0.0  # scoring processes: runnable, waiting for a CPU
     scoring_busy_s: float = 0.0  # first to last evaluation row
+    unscored: int = 0  # at the last acknowledgement; of those, ready (quiet for the settle):
+    ready: int = 0
 
 
-def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float) -> Any:
+def _wait_scored(
+    db_url: str, prefixes: list[str], expected: int, timeout: float, settle: float
+) -> Any:
     """Poll as a reader would until every conversation is scored. Called once every request was
     acknowledged (so every conversation row exists): while some of the run's conversations are
     still pending, the poll counts them through the pending rows' partial index (a scan of the
     whole table every 50 ms would take CPU from the scoring it waits for, in the server's own
-    process); then it checks that every one has a scored revision."""
+    process); then it checks that every one has a scored revision. The first poll also says how
+    many were not scored yet and how many of those were ready (quiet for ``settle``)."""
     from sqlalchemy import func, or_, select, true
 
     from toolscore.storage.conversations.tables import conversations, evaluations
@@ -175,6 +190,13 @@ def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float
     deadline = time.monotonic() + timeout
     seen_at = float("nan")
     with engine.connect() as conn:
+        quiet_since = time.time_ns() - int(settle * 1e9)
+        backlog = conn.execute(
+            select(func.count(), func.count().filter(c.last_span_received_ns <= quiet_since)).where(
+                c.needs_scoring == true(), mine
+            )
+        ).one()
+        conn.rollback()
         while time.monotonic() < deadline:
             pending = conn.execute(
                 select(func.count()).where(c.needs_scoring == true(), mine)
@@ -198,7 +220,7 @@ def _wait_scored(db_url: str, prefixes: list[str], expected: int, timeout: float
             .where(mine)
         ).one()
     engine.dispose()
-    return (*row, seen_at)
+    return (*row, seen_at, *backlog)
 
 
 def _pg_backends(db_url: str) -> list[int]:
@@ -261,8 +283,8 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
         first_send = min(s["first_send"] for s in sent)
         last_ack = max(s["last_ack"] for s in sent)
         burst.ingest_spans_per_s = burst.spans / (last_ack - first_send)
-        scored, first_eval, last_eval, seen_at = _wait_scored(
-            db_url, prefixes, burst.conversations, timeout=300
+        scored, first_eval, last_eval, seen_at, burst.unscored, burst.ready = _wait_scored(
+            db_url, prefixes, burst.conversations, timeout=300, settle=settle
         )
         after = _processes()
         scoring_pids = [
@@ -281,7 +303,8 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             burst.lag_s = seen_at - last_ack
         servers_pids = {me} | {p.pid for p, _ in others if p.pid}
         skip = {manager._process.pid} | {load.pid for load in loads}  # type: ignore[attr-defined]
-        cpu: dict[str, float] = {"server": 0.0, "scoring": 0.0}
+        # the load runs on the same CPUs: its own CPU time, which it reports as it ends
+        cpu = {"server": 0.0, "scoring": 0.0, "client": sum(r["cpu"] for r in sent)}
         for pid, (ppid, seconds) in after.items():
             used = seconds - before.get(pid, (0, 0.0))[1]
             if pid in servers_pids:
@@ -309,7 +332,9 @@ def _report(name: str, i: int, b: Burst, settle: float) -> str:
         f"  {name} run {i}: {b.conversations} conversations ({b.spans} spans) acknowledged at "
         f"{b.ingest_spans_per_s:.0f} spans/s; scored {b.scored} at {b.scored_per_s:.0f} conv/s; "
         f"every evaluation visible {b.lag_s:.2f} s after the last acknowledgement (target <= "
-        f"{settle + 1:g} s; the last row's created_at says {b.stamped_lag_s:.2f} s); "
+        f"{settle + 1:g} s; the last row's created_at says {b.stamped_lag_s:.2f} s); at the "
+        f"last acknowledgement {b.unscored} not scored yet, {b.ready} of them ready (quiet for "
+        f"{settle:g} s); "
         f"CPU: {per}; scoring processes over the {b.scoring_busy_s:.1f} s "
         f"from first to last evaluation: {b.cpu.get('scoring', 0):.1f} s on a CPU, "
         f"{b.scoring_wait_s:.1f} s waiting for one; failed requests {b.failed}"
