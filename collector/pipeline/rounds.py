@@ -31,7 +31,7 @@ from toolscore.collector.pipeline.score import compute, write
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
-from toolscore.storage.conversations.leases import renew_leases, span_counts
+from toolscore.storage.conversations.leases import end_leases_but, renew_leases, span_counts
 from toolscore.storage.database import Database
 from toolscore.storage.plumbing.dialect import write_transaction
 
@@ -223,6 +223,12 @@ class RoundRunner:
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         with self.engine.begin() as conn:
             renew_leases(conn, conversation_ids, worker_id=self.worker_id, until=now)
+
+    def release_all_but(self, conversation_ids: Sequence[str]) -> int:
+        """Give up this worker's claims on every conversation but ``conversation_ids``."""
+        now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
+        with self.engine.begin() as conn:
+            return end_leases_but(conn, conversation_ids, worker_id=self.worker_id, until=now)
 
     def renew(self, conversation_ids: Sequence[str]) -> list[str]:
         """Renew this worker's leases on ``conversation_ids``; the ids still held."""

@@ -115,6 +115,9 @@ class PipelineWorker:
         self._wake = asyncio.Event()
         self._hint_ns: int | None = None
         self._stopping = False
+        # A failed round (the database went away) may have left claims it was to write: they
+        # are released once the database answers again, not left to their lease (a minute).
+        self._claims_left = False
 
     # --- Component --------------------------------------------------------------------------
 
@@ -295,9 +298,13 @@ class PipelineWorker:
     async def _run(self) -> None:
         while not self._stopping:
             try:
+                if self._claims_left:
+                    await asyncio.to_thread(self._runner.release_all_but, list(self._held))
+                    self._claims_left = False
                 result = await self._round()
             except Exception:  # the database may be briefly unavailable: retry, never die
                 log.exception("pipeline round failed; retrying")
+                self._claims_left = True
                 await self._sleep(self.poll_s)
                 continue
             if result.big:

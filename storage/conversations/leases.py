@@ -171,6 +171,18 @@ def renew_leases(
     return renewed
 
 
+def end_leases_but(
+    conn: Connection, keep: Sequence[str], *, worker_id: str, until: dt.datetime
+) -> int:
+    """End ``worker_id``'s claims on every conversation but ``keep`` at ``until`` (caller
+    commits); how many. For a worker whose round failed without telling which it claimed."""
+    c = conversations.c
+    stmt = conversations.update().where(c.claimed_by == worker_id, c.claimed_until > until)
+    if keep:
+        stmt = stmt.where(c.id.not_in(list(keep)))
+    return int(conn.execute(stmt.values(claimed_until=until)).rowcount or 0)
+
+
 def lease_of(conn: Connection, conversation_id: str) -> tuple[str | None, dt.datetime | None]:
     """Who claims ``conversation_id`` and until when (tests, tools)."""
     c = conversations.c
