@@ -31,6 +31,7 @@ from toolscore.storage.telemetry.contents import (
     KnownContents,
     pieces,
 )
+from toolscore.storage.telemetry.partitions import create_ahead, partition_name, partitions
 from toolscore.storage.telemetry.row_encode import TelemetryBatch, log_row, span_values
 from toolscore.storage.telemetry.spans import load_spans, spans_table, store_spans, store_telemetry
 
@@ -254,5 +255,26 @@ def test_a_database_at_0020_upgrades_and_reads_the_same(db_url: str) -> None:
             assert sorted(load_spans(conn, [spans[0].trace_id]), key=lambda s: s.span_id) == sorted(
                 [*before, later], key=lambda s: s.span_id
             )
+    finally:
+        eng.dispose()
+
+
+def test_postgres_drops_a_swept_days_partition_of_pieces(migrated_postgres_url: str) -> None:
+    eng = create_engine(migrated_postgres_url)
+    day = NOW - NOW % DAY_NS - (SWEEP_MARGIN_DAYS + 2) * DAY_NS
+    try:
+        with eng.begin() as conn:
+            assert "span_contents_p" in " ".join(create_ahead(conn, day, days=0))
+        spans = _model_spans(3, day + 5)
+        with eng.begin() as conn:
+            store_spans(conn, spans, NOW)
+        stored = _piece_count(eng)
+        assert sweep(eng, NOW) == 0, "the day's spans are still there"
+        _delete_spans(eng, [s.span_id for s in spans])
+        assert sweep(eng, NOW) == stored
+        with eng.connect() as conn:
+            names = {p.name for p in partitions(conn, "span_contents")}
+        assert partition_name("span_contents", day) not in names
+        assert _piece_count(eng) == 0
     finally:
         eng.dispose()
