@@ -40,7 +40,10 @@ from toolscore.storage.conversations.assignments import (
     ConversationTouch,
     TraceState,
     claim_traces,
+    conversations_of,
+    leave_conversations,
     move_traces,
+    trace_keyed,
     upsert_conversations,
 )
 from toolscore.storage.conversations.replays import latest_tails, record_tails
@@ -73,6 +76,7 @@ class _TraceInBatch:
     reference_id: str | None
     first_start_ns: int
     prints: ReplayPrints | None = None  # keyless traces, with the replay rule on
+    replayed: bool = False  # ``named`` by the replay rule, not by a key
 
 
 def _summarise(
@@ -131,8 +135,9 @@ def assign_spans(
     since_ns = received_at_ns - int(config.replay_window_s * 1e9)
     traces = _join_replays(conn, traces, since_ns)
     states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces}, numbered)
-    plan = _plan(traces, states)
-    move_traces(conn, plan.moves)
+    plan = _plan(traces, states, _joined_elsewhere(conn, traces, states))
+    move_traces(conn, plan.moves, with_joined=config.replay_window_s > 0)
+    leave_conversations(conn, plan.left)
     upsert_conversations(conn, plan.touched, received_at_ns)
     tails = {
         tail: plan.moves.get(t.trace_id, states[t.trace_id].conversation_id)
@@ -150,22 +155,43 @@ def _join_replays(
 ) -> list[_TraceInBatch]:
     """Keyless traces whose model input replays the state a conversation was left in (stored,
     or left by an earlier trace of this batch) join that conversation: the longest replayed
-    state wins, then the latest conversation left in it."""
+    state wins, then the latest conversation left in it. Only a trace whose root span is in the
+    batch joins: children are exported before their root, which may still name a conversation.
+    A keyless conversation named since (its first trace moved) is joined where it went."""
     prefixes = [p for t in traces if t.prints is not None for p in t.prints.prefixes]
     if not prefixes:
         return traces
     stored = latest_tails(conn, prefixes, since_ns)
+    went = conversations_of(conn, sorted(set(stored.values())))
+    stored = {p: went.get(c) or c for p, c in stored.items()}
     left: dict[str, str] = {}  # by this batch's earlier traces
     out: list[_TraceInBatch] = []
     for t in sorted(traces, key=lambda t: (t.first_start_ns, t.trace_id)):
         prints = t.prints
         if prints is not None:
             found = next((c for p in prints.prefixes if (c := left.get(p) or stored.get(p))), None)
-            if found is not None and found != t.trace_id:
-                t = dataclasses.replace(t, named=found)
+            if found is not None and found != t.trace_id and t.root_span_id is not None:
+                t = dataclasses.replace(t, named=found, replayed=True)
             left.update(dict.fromkeys(prints.tails, t.named or t.trace_id))
         out.append(t)
     return out
+
+
+def _joined_elsewhere(
+    conn: Connection, traces: Sequence[_TraceInBatch], states: dict[str, TraceState]
+) -> set[str]:
+    """The keyless conversations (keyed by their first trace) holding a trace of the batch that
+    joined them by replay and now names a conversation: it moves there. Looked up only for a
+    trace naming another conversation than its own, which is rare."""
+    maybe = {
+        state.conversation_id
+        for t in traces
+        if t.named
+        and not t.replayed
+        and not (state := states[t.trace_id]).inserted
+        and state.conversation_id not in (t.named, t.trace_id)
+    }
+    return trace_keyed(conn, sorted(maybe)) if maybe else set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +205,15 @@ class _Member:
 class _Plan:
     moves: dict[str, str]  # trace id -> named conversation it moves to
     touched: list[ConversationTouch]
+    # keyless conversation -> the traces joined by replay that leave it for a named one
+    left: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
-def _plan(traces: Sequence[_TraceInBatch], states: dict[str, TraceState]) -> _Plan:
+def _plan(
+    traces: Sequence[_TraceInBatch], states: dict[str, TraceState], joined: Collection[str] = ()
+) -> _Plan:
     moves: dict[str, str] = {}
+    left: dict[str, list[str]] = defaultdict(list)
     groups: dict[str, list[_Member]] = defaultdict(list)
     last_known: dict[str, str | None] = {}
     for t in traces:
@@ -194,13 +225,17 @@ def _plan(traces: Sequence[_TraceInBatch], states: dict[str, TraceState]) -> _Pl
             moves[t.trace_id] = t.named
             # The trace-keyed conversation is dropped: its reference id moves with the trace.
             groups[t.named].append(_Member(t, True, state.reference_id))
+        elif t.named and not t.replayed and current in joined:
+            moves[t.trace_id] = t.named  # joined by replay, named since: the name wins
+            left[current].append(t.trace_id)
+            groups[t.named].append(_Member(t, True, None))
         else:
             groups[current].append(_Member(t, False, None))
             last_known[current] = state.last_trace_id
     touched = [
         _touch(conv_id, members, last_known.get(conv_id)) for conv_id, members in groups.items()
     ]
-    return _Plan(moves, touched)
+    return _Plan(moves, touched, dict(left))
 
 
 def _touch(conv_id: str, members: Sequence[_Member], last_known: str | None) -> ConversationTouch:

@@ -22,7 +22,8 @@ DEFAULT_SETTLE_S = 5.0
 DEFAULT_ROOT_IDLE_S = 1.0
 # claim.DEFAULT_MAX_SPANS, repeated: this module stays light (imported to build the CLI parser)
 DEFAULT_MAX_CONVERSATION_SPANS = 500_000
-DEFAULT_REPLAY_WINDOW_S = 0.0  # off: a trace joined by replay cannot move when a key comes
+# on: a stateless client's traces (no key at all, each replaying the last) make one conversation
+DEFAULT_REPLAY_WINDOW_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +118,7 @@ OPTIONS: tuple[Option, ...] = (
         "replay_window_s",
         "a trace with no conversation key whose model input replays the messages an earlier "
         "conversation was left with this recently joins it (stateless clients: one trace per "
-        "model call); 0 (the default) turns the rule off: turn it on only for clients that "
-        "send no conversation key, 3600 say",
+        "model call); 0 turns the rule off",
         parse=seconds,
         default=DEFAULT_REPLAY_WINDOW_S,
         env="TOOLSCORE_REPLAY_WINDOW",

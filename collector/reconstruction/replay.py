@@ -5,8 +5,10 @@ whole history with every model call. The state after a model call (its input, th
 is a *tail*; a later model call whose input begins with exactly those messages replays that
 conversation and continues it (docs/receiver.md, "Conversations"). Messages are compared by role,
 text and the calls they ask for (name and arguments, not ids); a state counts only when it
-holds a model output (a shared first question alone is no evidence). Pure: the pipeline stores
-and looks up the fingerprints.
+holds a model output (a shared first question alone is no evidence), and only a trace's first
+model call can continue another conversation: its later calls replay the trace's own states, so
+identical runs of one scripted conversation (each a trace of several model calls) stay apart.
+Pure: the pipeline stores and looks up the fingerprints.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ __all__ = ["ReplayPrints", "replay_prints"]
 
 @dataclass(frozen=True, slots=True)
 class ReplayPrints:
-    """A trace's fingerprints: the states its model calls leave (``tails``), and the prefixes of
-    their inputs that may replay an earlier state (``prefixes``, longest first)."""
+    """A trace's fingerprints: the state its last model call leaves (``tails``), and the prefixes
+    of its first model call's input that may replay an earlier state (``prefixes``, longest
+    first)."""
 
     tails: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
@@ -56,12 +59,16 @@ def replay_prints(spans: Sequence[SpanRecord]) -> ReplayPrints:
     canon = Canon()
     tails: list[str] = []
     prefixes: list[tuple[int, str]] = []
-    for exchange in (o for o in observations if isinstance(o, Exchange)):
+    exchanges = [o for o in observations if isinstance(o, Exchange)]
+    exchanges.sort(key=lambda e: e.sort_ns)
+    for n, exchange in enumerate(exchanges):
         inputs = [m for m in exchange.inputs if m.role != "system"]
         outputs = [m for m in exchange.outputs if m.content.strip() or m.tool_calls]
         chain = _chain([*inputs, *outputs], canon)
         if outputs:
-            tails.append(chain[-1])
+            tails[:] = [chain[-1]]  # the state the trace leaves: where a next one continues
+        if n:  # a later model call replays its own trace: only the first can continue another
+            continue
         for length in range(1, len(inputs) + 1):
             if any(m.role == "assistant" for m in inputs[:length]):
                 prefixes.append((length, chain[length - 1]))

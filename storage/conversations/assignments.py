@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, case, false, func, select, true
+from sqlalchemy import Connection, bindparam, case, false, func, select, true
 from sqlalchemy.engine import Dialect
 
 from toolscore.storage.conversations.tables import STATUS_OPEN, conversations, evaluations
@@ -78,6 +78,8 @@ def claim_traces(
     if one_writer(conn):  # what was read is current
         return states
     may_move = {t for t in unknown if t not in inserted}
+    # in their trace-keyed conversation, or (joined by replay) proposed another one
+    may_move.update(t for t, s in known.items() if proposed[t] not in (s.conversation_id, t))
     may_move.update(t for t, s in known.items() if s.conversation_id == t)
     locked = _lock(conn, sorted(may_move))
     # Re-read (after the lock) the conversations of traces that move now (their stored reference
@@ -170,19 +172,28 @@ def _conversation_rows(
     return found
 
 
-def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
+def move_traces(conn: Connection, moves: Mapping[str, str], *, with_joined: bool = False) -> None:
     """Trace id -> named conversation: each trace leaves its trace-keyed conversation, which is
-    dropped (its current evaluations stay in the history, no longer current)."""
+    dropped (its current evaluations stay in the history, no longer current). ``with_joined``:
+    the traces that joined that conversation by replay go with it (they continue it)."""
     if not moves:
         return
     t = traces_table
     ins = insert_for(conn, t)
+    rows = [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())]
     conn.execute(
         ins.on_conflict_do_update(
             index_elements=[t.c.trace_id], set_={"conversation_id": ins.excluded.conversation_id}
         ),
-        [{"trace_id": k, "conversation_id": v} for k, v in sorted(moves.items())],
+        rows,
     )
+    if with_joined:
+        conn.execute(
+            t.update()
+            .where(t.c.conversation_id == bindparam("old"))
+            .values(conversation_id=bindparam("new")),
+            [{"old": r["trace_id"], "new": r["conversation_id"]} for r in rows],
+        )
     for chunk in chunks(sorted(moves)):
         # Delete first: the delete waits for a scoring transaction that holds the row (it may be
         # writing a revision right now), so the update after it sees that revision's rows too.
@@ -192,6 +203,42 @@ def move_traces(conn: Connection, moves: Mapping[str, str]) -> None:
             .where(evaluations.c.conversation_id.in_(chunk), evaluations.c.is_current == true())
             .values(is_current=false())
         )
+
+
+def conversations_of(conn: Connection, trace_ids: Sequence[str]) -> dict[str, str]:
+    """trace id -> its conversation, for the traces of ``trace_ids`` that have one."""
+    t = traces_table.c
+    found: dict[str, str] = {}
+    for chunk in chunks(trace_ids):
+        rows = conn.execute(
+            select(t.trace_id, t.conversation_id).where(
+                t.trace_id.in_(chunk), t.conversation_id.is_not(None)
+            )
+        )
+        found.update((trace_id, conv) for trace_id, conv in rows)
+    return found
+
+
+def trace_keyed(conn: Connection, conversation_ids: Sequence[str]) -> set[str]:
+    """Those of ``conversation_ids`` keyed by a trace (their first trace's id): keyless."""
+    t = traces_table.c
+    found: set[str] = set()
+    for chunk in chunks(conversation_ids):
+        found.update(conn.execute(select(t.trace_id).where(t.trace_id.in_(chunk))).scalars())
+    return found
+
+
+def leave_conversations(conn: Connection, left: Mapping[str, Sequence[str]]) -> None:
+    """Keyless conversation -> the traces that left it (joined by replay, named since): it is
+    scored again, its last trace (if one of them) now its first."""
+    c = conversations.c
+    for conv_id, gone in sorted(left.items()):
+        conn.execute(
+            conversations.update()
+            .where(c.id == conv_id, c.last_trace_id.in_(list(gone)))
+            .values(last_trace_id=conv_id, root_span_id=None)
+        )
+        conn.execute(conversations.update().where(c.id == conv_id).values(needs_scoring=True))
 
 
 def upsert_conversations(

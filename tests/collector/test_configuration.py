@@ -322,12 +322,12 @@ ROWS = [
     Row(
         "--replay-window",
         "TOOLSCORE_REPLAY_WINDOW",
-        "3600",
+        "0",
         "60",
         lambda c: c.pipeline.replay_window_s,
-        3600.0,
-        60.0,
         0.0,
+        60.0,
+        3600.0,
         bad="soon",
     ),
     Row(

@@ -62,9 +62,6 @@ NOT_YET[("dspy-openinference", "user_input")] = DSPY_USER
 # repair of what the instrumentation recorded, and a user must be able to see that
 WARNINGS = {"beeai-openinference": "merged into one entry"}
 
-# clients exporting no conversation key (one trace per model call): --replay-window joins them
-KEYLESS = {"litellm-otel"}
-
 RECORDINGS = {
     "ag2-native",
     "agno-openllmetry",
@@ -214,9 +211,7 @@ def test_recording_rebuilds_exactly_through_serve(db_url: str, name: str, style:
         pytest.skip(f"{name}: the framework exports no session id")
     wanted = expectation(recording, style)
     import_refs(db_url, wanted)
-    # a client that sends no conversation key at all: its user turns the replay rule on
-    replay = 3600.0 if name in KEYLESS else 0.0
-    with pipeline_server(db_url, replay_window_s=replay) as srv:
+    with pipeline_server(db_url) as srv:  # the defaults: a first-contact user's
         send_requests(srv.http_url, recording.requests)
         conversation_id = scored_exactly(db_url, recording, wanted)
     if recording.conversation_id is not None:

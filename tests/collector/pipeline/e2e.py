@@ -24,7 +24,7 @@ from sqlalchemy import select
 
 from tests.integration.serve_harness import RunningServer, server_settings
 from toolscore.collector.pipeline.extension import pipeline_extension
-from toolscore.collector.pipeline.options import PipelineOptions
+from toolscore.collector.pipeline.options import DEFAULT_REPLAY_WINDOW_S, PipelineOptions
 from toolscore.scorer import ScoringConfig, default_config, parse_sample
 from toolscore.storage.conversations.tables import conversations, evaluations
 from toolscore.storage.expectations.repository import ExpectationData, import_expectations
@@ -40,7 +40,7 @@ def pipeline_server(
     *,
     settle_s: float = SETTLE_S,
     root_idle_s: float = ROOT_IDLE_S,
-    replay_window_s: float = 0.0,
+    replay_window_s: float = DEFAULT_REPLAY_WINDOW_S,
     **settings: Any,
 ) -> RunningServer:
     options = PipelineOptions(

@@ -25,6 +25,7 @@ from toolscore.storage.expectations.repository import ExpectationData, import_ex
 from toolscore.storage.records import SpanRecord
 from toolscore.storage.telemetry.row_encode import prepare_telemetry
 from toolscore.storage.telemetry.spans import store_telemetry
+from toolscore.storage.telemetry.traces import traces_table
 
 from .test_warning import NOW
 
@@ -114,3 +115,74 @@ def test_conversations_sharing_only_their_first_question_stay_apart(engine: Engi
     _ingest(engine, [call("c" * 32, [question, said("Rainy."), follow], "Dry.", 3)], 3 * S, 3600)
     _ingest(engine, [call("d" * 32, [question, said("Sunny."), follow], "Wet.", 4)], 4 * S, 3600)
     assert _conversations(engine) == ["a" * 32, "b" * 32]
+
+
+def _naming(trace: Sequence[SpanRecord], conversation: str) -> SpanRecord:
+    """A late span of ``trace`` naming its conversation (a child exported after the rest)."""
+    root = trace[0]
+    return SpanRecord(trace_id=root.trace_id, span_id="f" * 16, parent_span_id=root.span_id,
+                      name="late", kind=1, start_ns=root.start_ns, end_ns=root.start_ns + 1,
+                      attributes={"gen_ai.conversation.id": conversation})  # fmt: skip
+
+
+def _trace_conversations(engine: Engine) -> dict[str, str | None]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(traces_table.c.trace_id, traces_table.c.conversation_id))
+        return {trace: conv for trace, conv in rows}
+
+
+def test_a_trace_joined_by_replay_moves_when_it_names_a_conversation(engine: Engine) -> None:
+    traces = _traces()
+    first, second = traces[0][0].trace_id, traces[1][0].trace_id
+    _ingest(engine, [*traces[0], *traces[1]], S, 3600)
+    assert _conversations(engine) == [first]
+    _ingest(engine, [_naming(traces[1], "named")], 2 * S, 3600)
+    assert sorted(_conversations(engine)) == sorted([first, "named"])
+    assert _trace_conversations(engine) == {first: first, second: "named"}
+    with engine.connect() as conn:
+        left = conn.execute(
+            select(conversations.c.needs_scoring, conversations.c.last_trace_id).where(
+                conversations.c.id == first
+            )
+        ).one()
+    assert tuple(left) == (True, first)  # scored again without the trace that left
+
+
+def test_a_keyless_conversation_named_later_takes_its_joined_traces(engine: Engine) -> None:
+    traces = _traces()
+    for i, trace in enumerate(traces[:3]):
+        _ingest(engine, trace, (i + 1) * S, 3600)
+    _ingest(engine, [_naming(traces[0], "named")], 4 * S, 3600)
+    assert _conversations(engine) == ["named"]
+    _ingest(engine, traces[3], 5 * S, 3600)  # replays a state left under the first trace's id
+    assert _conversations(engine) == ["named"]
+    assert set(_trace_conversations(engine).values()) == {"named"}
+
+
+def test_identical_runs_of_one_scripted_conversation_stay_apart(engine: Engine) -> None:
+    """Each run a trace of two model calls (call a tool, then answer), the same every time, and
+    no key: the second call replays the first call's state in every run, but only a trace's
+    first model call can continue another conversation."""
+    question = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    asked = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "weather",
+                                             "arguments": {"city": "Paris"}}]}  # fmt: skip
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1",
+                                         "response": "sunny"}]}  # fmt: skip
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}
+
+    def run(trace: str, start: int) -> list[SpanRecord]:
+        def chat(n: int, inputs: list[object], out: object) -> SpanRecord:
+            return SpanRecord(trace_id=trace, span_id=f"{start + n:016x}",
+                              parent_span_id=f"{start:016x}", name="chat", kind=1,
+                              start_ns=start + n, end_ns=start + n + 1,
+                              attributes={"gen_ai.operation.name": "chat",
+                                          "gen_ai.input.messages": json.dumps(inputs),
+                                          "gen_ai.output.messages": json.dumps([out])})  # fmt: skip
+
+        root = SpanRecord(trace_id=trace, span_id=f"{start:016x}", parent_span_id=None,
+                          name="agent run", kind=1, start_ns=start, end_ns=start + 9)  # fmt: skip
+        return [chat(1, [question], asked), chat(2, [question, asked, result], answer), root]
+
+    for i, trace in enumerate(("a" * 32, "b" * 32, "c" * 32)):
+        _ingest(engine, run(trace, (i + 1) * 100), (i + 1) * S, 3600)
+    assert _conversations(engine) == ["a" * 32, "b" * 32, "c" * 32]
