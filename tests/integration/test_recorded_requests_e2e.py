@@ -50,10 +50,14 @@ NOT_YET: dict[tuple[str, str], str] = {}
 DSPY = (
     "DSPy ReAct through OpenInference: the four calls are rebuilt (their names and arguments "
     "confirmed by the model's own text, finish left out as the turn's end), but the transcript "
-    "is not the turns': each ReAct step's prompt comes back as another user message"
+    "is not the turns': each ReAct step's prompt (the question re-rendered with the trajectory "
+    "so far) comes back as another user message, a step's text and the call its tool span ran "
+    "are two assistant messages, and turn 2's dspy.History re-renders turn 1 as a new "
+    "question/answer pair"
 )
 DSPY_USER = (
-    DSPY + "; and the first user message is DSPy's formatted prompt ('[[ ## question ## ]] ...')"
+    DSPY + "; and the first user message is DSPy's formatted prompt ('[[ ## question ## ]] ...'): "
+    "the question is on the ReAct module's span, a CHAIN, not read as the agent's input"
 )
 NOT_YET.update({("dspy-openinference", style): DSPY for style in STYLES})
 NOT_YET[("dspy-openinference", "user_input")] = DSPY_USER
