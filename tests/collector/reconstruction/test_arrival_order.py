@@ -102,3 +102,20 @@ def test_parallel_results_follow_their_calls_in_the_order_asked() -> None:
     rebuilt = reconstruct(spans, reversed_logs).messages
     assert [m["content"] for m in rebuilt[2:4]] == ["18C in Paris", "09:00 in Asia/Tokyo"]
     assert rebuilt == reconstruct(spans, logs).messages
+
+
+def test_a_result_whose_call_was_not_read_is_left_out_with_a_caution() -> None:
+    """Only a later model call's records arrived, and its history's assistant message (the one
+    that called the tool) is not among them: the result answers no call the telemetry shows.
+    The sample stays valid, and the conversation says why a call may be missing."""
+    spans, logs, expected = _recording("semantic-kernel-agent")
+    last_call = logs[-1].span_id  # the final model call of turn 2
+    kept = [
+        g
+        for g in logs
+        if g.span_id == last_call
+        and not (g.event_name == "gen_ai.assistant.message" and "call_3_0" in str(g.body))
+    ]
+    rebuilt = reconstruct([s for s in spans if s.span_id == last_call], kept)
+    _valid(rebuilt.messages, expected)
+    assert any("answer no call the telemetry shows" in c for c in rebuilt.cautions)
