@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import zstandard
 
-REF_AT = 512  # strings at least this long (in characters) are stored as pieces
+REF_AT = 256  # strings at least this long (in characters) are stored as pieces
 PIECE_MIN = 256  # a piece is at least this long unless it ends its string
 TAG = "$zrefs"
 HASH_CHARS = 22
