@@ -56,6 +56,11 @@ class BurstRun:
     answers: dict[str, int]  # one per attempt: 200/OK, 503/UNAVAILABLE...
     acknowledged: int  # spans of the requests acknowledged (200 / OK)
     stored: int  # rows in the spans table added during the run
+    # With scoring on: the tree's peak from the burst until every conversation was scored, the
+    # peak of the scoring processes alone (the tree but serve), and how long scoring took.
+    scored_peak_mb: float | None = None
+    scoring_peak_mb: float | None = None
+    scored_s: float | None = None
 
 
 TinyRun = BurstRun
@@ -93,24 +98,33 @@ class HealthProbe:
 
 def tree_rss_kb(pid: int) -> int:
     """Resident memory of ``pid`` and its descendants (a vanished process counts 0)."""
-    total, todo = 0, [pid]
+    return sum(tree_rss_parts(pid))
+
+
+def tree_rss_parts(pid: int) -> tuple[int, int]:
+    """Resident memory (KiB) of ``pid`` itself and of its descendants together."""
+    own, total, todo = 0, 0, [pid]
     while todo:
         current = todo.pop()
         with contextlib.suppress(OSError):
             status = Path(f"/proc/{current}/status").read_text()
-            total += int(status.split("VmRSS:", 1)[1].split()[0]) if "VmRSS:" in status else 0
+            rss = int(status.split("VmRSS:", 1)[1].split()[0]) if "VmRSS:" in status else 0
+            own = rss if current == pid else own
+            total += rss
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
-    return total
+    return own, total - own
 
 
 class TreeSampler:
-    """The peak of ``tree_rss_kb(pid)``, sampled every 20 ms in a thread."""
+    """The peak of ``tree_rss_kb(pid)`` (and of its descendants alone), sampled every 20 ms in
+    a thread."""
 
     def __init__(self, pid: int) -> None:
         self._pid = pid
         self._stop = threading.Event()
         self.peak_kb = tree_rss_kb(pid)
+        self.children_peak_kb = 0
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> TreeSampler:
@@ -123,7 +137,9 @@ class TreeSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(0.02):
-            self.peak_kb = max(self.peak_kb, tree_rss_kb(self._pid))
+            own, children = tree_rss_parts(self._pid)
+            self.peak_kb = max(self.peak_kb, own + children)
+            self.children_peak_kb = max(self.children_peak_kb, children)
 
 
 def send_until_stored(server: Server, transport: str, body: bytes, answers: Counter[str]) -> bool:
@@ -155,7 +171,24 @@ def spans_in(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
 
 
-def burst_run(server: Server, transport: str, bodies: list[bytes], spans: int) -> BurstRun:
+def unscored_in(db: Path) -> int:
+    """Conversations still to score (open, or waiting for a scoring)."""
+    with contextlib.closing(sqlite3.connect(db, timeout=60)) as conn:
+        query = "SELECT count(*) FROM conversations WHERE status = 'open' OR needs_scoring"
+        return int(conn.execute(query).fetchone()[0])
+
+
+def until_scored(db: Path, timeout_s: float = 600) -> float:
+    """Wait until every conversation is scored; how long it took."""
+    started = time.monotonic()
+    while unscored_in(db) and time.monotonic() - started < timeout_s:
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def burst_run(
+    server: Server, transport: str, bodies: list[bytes], spans: int, until_done: bool = True
+) -> BurstRun:
     """``bodies`` (of ``spans`` spans each) sent at once, each by its own client on its own
     connection, retried while refused as retryable; see BurstRun."""
     stored_before = spans_in(server.db)
@@ -164,15 +197,20 @@ def burst_run(server: Server, transport: str, bodies: list[bytes], spans: int) -
     before = tree_rss_kb(server.proc.pid)
     answers: Counter[str] = Counter()
     started = time.monotonic()
-    with (
-        TreeSampler(server.proc.pid) as sampler,
-        HealthProbe(server.http_url) as probe,
-        ThreadPoolExecutor(len(bodies)) as pool,
-    ):
-        acked = list(pool.map(lambda b: send_until_stored(server, transport, b, answers), bodies))
-    seconds = time.monotonic() - started
-    peak = max(sampler.peak_kb, server.status_kb("VmHWM"))
+    with TreeSampler(server.proc.pid) as whole:
+        with (
+            TreeSampler(server.proc.pid) as sampler,
+            HealthProbe(server.http_url) as probe,
+            ThreadPoolExecutor(len(bodies)) as pool,
+        ):
+            acked = list(
+                pool.map(lambda b: send_until_stored(server, transport, b, answers), bodies)
+            )
+        seconds = time.monotonic() - started
+        peak = max(sampler.peak_kb, server.status_kb("VmHWM"))
+        scored_s = until_scored(server.db) if server.scoring and until_done else None
     time.sleep(2)
+    scoring = (whole.peak_kb / 1024, whole.children_peak_kb / 1024, scored_s)
     return BurstRun(
         transport,
         len(bodies),
@@ -185,6 +223,7 @@ def burst_run(server: Server, transport: str, bodies: list[bytes], spans: int) -
         dict(answers),
         sum(acked) * spans,
         spans_in(server.db) - stored_before,
+        *(scoring if scored_s is not None else (None, None, None)),
     )
 
 
@@ -198,44 +237,6 @@ def big_run(server: Server, transport: str, clients: int, mib: int, first: int) 
     when decoded: what costs memory is the bodies and their parsing)."""
     bodies = [request_bytes(first + i, mib) for i in range(clients)]
     return burst_run(server, transport, bodies, SPANS_PER_REQUEST)
-
-
-def kept_spans(trace: int, spans: int, value_bytes: int) -> bytes:
-    """One request of ``spans`` spans, each with a message attribute of ``value_bytes`` (under
-    ``--max-attribute-bytes``: kept whole, decoded, stored and scored)."""
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-    req = ExportTraceServiceRequest()
-    scope = req.resource_spans.add().scope_spans.add()
-    value = AnyValue(string_value="y" * value_bytes)
-    for i in range(spans):
-        scope.spans.append(
-            Span(
-                trace_id=trace.to_bytes(16, "big"),
-                span_id=(i + 1).to_bytes(8, "big"),
-                name="kept",
-                start_time_unix_nano=1,
-                end_time_unix_nano=2,
-                attributes=[KeyValue(key="gen_ai.input.messages", value=value)],
-            )
-        )
-    return bytes(req.SerializeToString())
-
-
-def kept(clients: int, spans: int) -> list[BurstRun]:
-    """``clients`` requests of ``spans`` spans of 62,000-byte messages (900: ~56 MB each)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "kept.db", None, None)
-        try:
-            return [
-                burst_run(
-                    server, t, [kept_spans(first + i, spans, 62_000) for i in range(clients)], spans
-                )
-                for t, first in (("http", 3_000), ("grpc", 4_000))
-            ]
-        finally:
-            server.stop()
 
 
 def tiny(clients: int, spans: int) -> list[BurstRun]:
@@ -332,10 +333,15 @@ def run_scenario(name: str, clients: int, spans: int) -> None:
               f"HTTP {r['http_served']:.0%}, gRPC {r['grpc_served']:.0%}, 200 exports in "
               f"{r['seconds']:.2f} s")  # fmt: skip
         return
-    runs = {"big": big, "kept": kept, "tiny": tiny}[name](clients, spans)
+    from benchmarks.kept_messages import backlog, distinct, kept
+
+    scenarios = {"big": big, "kept": kept, "distinct": distinct, "backlog": backlog, "tiny": tiny}
+    runs = scenarios[name](clients, spans)
     what = {
         "big": f"MiB requests of {SPANS_PER_REQUEST} spans",
         "kept": "spans of 62,000-byte messages (kept whole)",
+        "distinct": "spans of distinct 62,000-byte messages (kept whole)",
+        "backlog": "spans of distinct 62,000-byte messages (kept whole)",
         "tiny": "tiny spans",
     }[name]
     for run in runs:
@@ -347,3 +353,10 @@ def run_scenario(name: str, clients: int, spans: int) -> None:
             f"({run.acknowledged:,} acknowledged) in {run.seconds:.1f} s; answers {run.answers}",
             flush=True,
         )
+        if run.scored_peak_mb is not None:
+            print(
+                f"     until scored ({run.scored_s:.1f} s after the last acknowledgement): "
+                f"process tree peak {run.scored_peak_mb:.0f} MB, scoring processes "
+                f"{run.scoring_peak_mb:.0f} MB",
+                flush=True,
+            )

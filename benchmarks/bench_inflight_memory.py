@@ -33,6 +33,14 @@ scored). ``--scenario kept --clients 16 --spans 900 --scoring``: sixteen ~56 MB 
 
 ``--scenario big``: the same with ``--clients`` requests of ``--spans`` MiB of big attribute
 values each (54 MiB: 57 MB).
+
+``--scenario distinct``: as ``kept``, each span's message its own random text (not shared when
+stored or loaded). ``--scenario backlog``: the ``distinct`` requests over HTTP while serve's
+scoring processes are stopped (SIGSTOP), then resumed, so that one round finds them all ready.
+
+With ``--scoring``, the process tree (serve and every descendant, RSS summed every 20 ms) is
+sampled from the burst until every conversation is scored, and the scoring processes' own peak
+is reported beside it.
 """
 
 from __future__ import annotations
@@ -105,8 +113,12 @@ class Server:
     #: whose memory is measured), instead of ``--no-scoring``.
     scoring = False
 
-    def __init__(self, db: Path, cap: int | None, max_request_mib: int | None) -> None:
+    def __init__(
+        self, db: Path, cap: int | None, max_request_mib: int | None, scoring: bool | None = None
+    ) -> None:
         self.db = db
+        if scoring is not None:
+            self.scoring = scoring
         limits = [] if cap is None else ["--max-concurrent-requests", str(cap)]
         if not self.scoring:
             limits.append("--no-scoring")
@@ -263,7 +275,9 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--scenario", choices=("bodies", "tiny", "big", "kept", "slowloris"), default="bodies"
+        "--scenario",
+        choices=("bodies", "tiny", "big", "kept", "distinct", "backlog", "slowloris"),
+        default="bodies",
     )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--mib", type=int, default=8, help="size of each request")
@@ -279,7 +293,11 @@ def main() -> None:
     Server.scoring = args.scoring
     if args.scenario != "bodies":
         sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
+        from benchmarks import bench_inflight_memory as imported
         from benchmarks.bench_hostile_clients import run_scenario
+
+        # the scenarios use the imported module's Server, not this script's (``__main__``)
+        imported.Server.scoring = args.scoring
 
         run_scenario(args.scenario, args.clients, args.spans)
         return
