@@ -13,6 +13,8 @@ import asyncio
 import datetime as dt
 import time
 
+import pytest
+
 from tests.collector.pipeline.test_big_conversation import (
     REFERENCE,
     SPANS_PER_TRACE,
@@ -20,6 +22,7 @@ from tests.collector.pipeline.test_big_conversation import (
     revisions,
 )
 from tests.collector.pipeline.test_score import expect
+from toolscore.collector.pipeline import rounds
 from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import NS, SizeLimits, Timing
 from toolscore.collector.pipeline.rounds import RoundRunner
@@ -31,12 +34,18 @@ from toolscore.storage.plumbing.engine import Deadlines, create_engine
 from toolscore.storage.schema import metadata
 
 # PostgreSQL ends a session idle inside a transaction this long; rebuilding the conversation
-# below takes longer than that, so scoring it inside one transaction fails.
-IDLE_IN_TRANSACTION_S = 0.2
-TRACES = 1_500  # 10,500 spans
+# below takes longer than that, so scoring it inside one transaction fails. The spans are
+# streamed in small batches so that decoding one between fetches stays far below it, even on
+# a busy machine.
+IDLE_IN_TRANSACTION_S = 0.5
+TRACES = 3_000  # 21,000 spans
+STREAM_ROWS = 200
 
 
-def test_a_big_conversation_is_rebuilt_outside_any_transaction(postgres_url: str) -> None:
+def test_a_big_conversation_is_rebuilt_outside_any_transaction(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rounds, "BIG_BATCH_ROWS", STREAM_ROWS)
     engine = create_engine(postgres_url, deadlines=Deadlines(idle_in_transaction_s=30))
     metadata.create_all(engine)
     strict = create_engine(
