@@ -42,6 +42,7 @@ from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.database import Database
+from toolscore.storage.plumbing.faults import failure_reason, is_outage
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ class PipelineWorker:
         # A failed round (the database went away) may have left claims it was to write: they
         # are released once the database answers again, not left to their lease (a minute).
         self._claims_left = False
+        self._failing_since: float | None = None
+        self._failed_rounds = 0
 
     # --- Component --------------------------------------------------------------------------
 
@@ -302,11 +305,12 @@ class PipelineWorker:
                     await asyncio.to_thread(self._runner.release_all_but, list(self._held))
                     self._claims_left = False
                 result = await self._round()
-            except Exception:  # the database may be briefly unavailable: retry, never die
-                log.exception("pipeline round failed; retrying")
+            except Exception as exc:  # the database may be briefly unavailable: retry, never die
+                self._round_failed(exc)
                 self._claims_left = True
                 await self._sleep(self.poll_s)
                 continue
+            self._round_succeeded()
             if result.big:
                 self._hand_off(result.big)
             if result.claimed:
@@ -319,6 +323,30 @@ class PipelineWorker:
             if candidates:
                 wait = min(wait, max(0.0, (min(candidates) - now) / NS))
             await self._sleep(wait)
+
+    def _round_failed(self, exc: Exception) -> None:
+        """A database outage is expected: one WARNING when rounds start failing, the details at
+        DEBUG; anything else (a bug) keeps its traceback at ERROR."""
+        if not is_outage(exc):
+            log.error("pipeline round failed; retrying", exc_info=exc)
+        elif self._failing_since is None:
+            log.warning(
+                "scoring rounds failing: %s; retrying every %g s", failure_reason(exc), self.poll_s
+            )
+        else:
+            log.debug("pipeline round failed again", exc_info=exc)
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+        self._failed_rounds += 1
+
+    def _round_succeeded(self) -> None:
+        if self._failing_since is not None:
+            log.info(
+                "scoring rounds resumed after %.1f s (%d failed rounds)",
+                time.monotonic() - self._failing_since,
+                self._failed_rounds,
+            )
+            self._failing_since, self._failed_rounds = None, 0
 
     async def _sleep(self, seconds: float) -> None:
         self._wake.clear()

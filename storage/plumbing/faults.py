@@ -89,6 +89,32 @@ def failure_reason(error: BaseException) -> str:
     return f"the database refused the commit ({type(orig).__name__})"
 
 
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` says the database is away or refusing work for now (a lost or refused
+    connection, a server shutting down or out of resources, a locked SQLite file, a full disk):
+    an expected event to wait out, unlike a fault of the data or of our own code."""
+    if isinstance(error, sa_exc.DBAPIError):
+        if error.connection_invalidated or isinstance(
+            error, sa_exc.OperationalError | sa_exc.InterfaceError
+        ):
+            return True
+        error = error.orig if error.orig is not None else error
+    sqlstate = getattr(error, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate[:2] in {"08", "53", "57"}:
+        return True
+    if isinstance(error, sqlite3.OperationalError):
+        return True
+    return _is_psycopg_operational_error(error)
+
+
+def _is_psycopg_operational_error(error: BaseException) -> bool:
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - SQLite-only installs
+        return False
+    return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+
+
 def _is_psycopg_data_error(error: BaseException) -> bool:
     try:
         import psycopg
@@ -97,4 +123,4 @@ def _is_psycopg_data_error(error: BaseException) -> bool:
     return isinstance(error, psycopg.DataError | psycopg.IntegrityError)
 
 
-__all__ = ["data_fault", "failure_reason"]
+__all__ = ["data_fault", "failure_reason", "is_outage"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from tests.collector.pipeline.test_score import REFERENCE, expect, fixture_spans, store
 from toolscore.collector.configuration import ConfigError
@@ -157,3 +159,59 @@ def test_scoring_child_exits_when_the_server_is_killed(sqlite_url: str) -> None:
         time.sleep(0.2)
     alive = [p for p in spawned if Path(f"/proc/{p}").exists()]
     assert not alive, f"orphaned scoring processes {alive}"
+
+
+def test_a_database_outage_is_one_warning_and_a_resumption_line_not_tracebacks(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    spans, _ = fixture_spans("weather")
+    store(engine, spans, at_ns=time.time_ns())
+    expect(engine, ExpectationData(id="weather", reference_tool_calls=REFERENCE))
+    worker = PipelineWorker(
+        engine, default_config(), timing=Timing(settle_s=0.1, idle_s=0.1), poll_s=0.01
+    )
+    real_round, failures = worker._round, [3]
+
+    async def away_then_back() -> object:
+        if failures[0]:
+            failures[0] -= 1
+            raise OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+        return await real_round()
+
+    monkeypatch.setattr(worker, "_round", away_then_back)
+    with caplog.at_level(logging.DEBUG, logger="toolscore.collector.pipeline.worker"):
+        asyncio.run(_until_scored(worker))
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [level for level, _ in lines] == ["WARNING", "INFO"]
+    assert lines[0][1] == (
+        "scoring rounds failing: the database refused the commit (ConnectionRefusedError); "
+        "retrying every 0.01 s"
+    )
+    assert lines[1][1].startswith("scoring rounds resumed after ")
+    assert lines[1][1].endswith("(3 failed rounds)")
+    assert all(r.exc_info is None for r in caplog.records if r.levelno >= logging.INFO)
+
+
+def test_a_round_that_fails_for_another_reason_keeps_its_traceback(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    spans, _ = fixture_spans("weather")
+    store(engine, spans, at_ns=time.time_ns())
+    expect(engine, ExpectationData(id="weather", reference_tool_calls=REFERENCE))
+    worker = PipelineWorker(
+        engine, default_config(), timing=Timing(settle_s=0.1, idle_s=0.1), poll_s=0.01
+    )
+    real_round, failures = worker._round, [1]
+
+    async def a_bug_once() -> object:
+        if failures[0]:
+            failures[0] -= 1
+            raise TypeError("a bug")
+        return await real_round()
+
+    monkeypatch.setattr(worker, "_round", a_bug_once)
+    with caplog.at_level(logging.INFO, logger="toolscore.collector.pipeline.worker"):
+        asyncio.run(_until_scored(worker))
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.getMessage() for r in errors] == ["pipeline round failed; retrying"]
+    assert errors[0].exc_info is not None and errors[0].exc_info[0] is TypeError

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 from pathlib import Path
 
 import orjson
 import pytest
 from sqlalchemy import Engine, text
+from sqlalchemy import exc as sa_exc
 
 from toolscore.storage.conversations.tables import conversations
 from toolscore.storage.migrate import upgrade
 from toolscore.storage.plumbing.engine import create_engine
-from toolscore.storage.plumbing.faults import data_fault, failure_reason
+from toolscore.storage.plumbing.faults import data_fault, failure_reason, is_outage
 from toolscore.storage.records import SpanRecord
 from toolscore.storage.telemetry.spans import store_spans
 
@@ -142,3 +144,28 @@ def test_a_full_sqlite_database_is_not_a_data_fault_and_its_reason_says_the_disk
     assert failure_reason(info.value) == "the database's disk is full"
     assert failure_reason(RuntimeError("x")) == "the database refused the commit (RuntimeError)"
     engine.dispose()
+
+
+class _Sqlstate(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(sqlstate)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize(
+    ("error", "outage"),
+    [
+        (sa_exc.OperationalError("SELECT 1", {}, ConnectionRefusedError()), True),
+        (sa_exc.DBAPIError("SELECT 1", {}, _Sqlstate("57P01")), True),  # admin shutdown
+        (_Sqlstate("08006"), True),  # connection failure
+        (_Sqlstate("53100"), True),  # disk full
+        (sqlite3.OperationalError("database is locked"), True),
+        (sa_exc.IntegrityError("INSERT", {}, _Sqlstate("23505")), False),  # the data's fault
+        (TypeError("a bug"), False),
+    ],
+    ids=["refused", "shutdown", "connection", "disk-full", "locked", "integrity", "bug"],
+)
+def test_an_outage_is_told_from_a_fault_of_the_data_or_of_the_code(
+    error: BaseException, outage: bool
+) -> None:
+    assert is_outage(error) is outage
