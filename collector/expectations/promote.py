@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from toolscore.collector.pipeline.carry import after_pruning
-from toolscore.collector.pipeline.score import load_telemetry
+from toolscore.collector.pipeline.loading import load_telemetry
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.rebuild import Reconstruction, reconstruct

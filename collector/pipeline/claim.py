@@ -46,6 +46,8 @@ class Timing:
 DEFAULT_BIG_SPANS = 5_000
 DEFAULT_MAX_SPANS = 500_000
 DEFAULT_ROUND_SPANS = 20_000
+# about 256 MB of ASCII text: a scoring process holds its part's decoded strings at once
+DEFAULT_PART_CHARS = 256 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,16 +57,19 @@ class SizeLimits:
     More than ``big_spans`` spans: scored on its own, beside the rounds (which then go on
     scoring the others), its lease renewed while it is read and scored. More than ``max_spans``:
     not loaded at all (memory grows with the spans loaded); status ``error`` with the reason.
-    A round scores its other conversations in parts of at most ``round_spans`` spans.
+    A round scores its other conversations in parts of at most ``round_spans`` spans, and a
+    part stops taking conversations once their decoded text reaches ``part_chars`` characters
+    (collector/pipeline/loading.py: checked as they are loaded; the rest go to the next part).
     """
 
     big_spans: int = DEFAULT_BIG_SPANS
     max_spans: int = DEFAULT_MAX_SPANS
     # Most spans a round loads and scores at once: a round's conversations are scored in parts.
     round_spans: int = DEFAULT_ROUND_SPANS
+    part_chars: int = DEFAULT_PART_CHARS
 
     def __post_init__(self) -> None:
-        if self.big_spans < 1 or self.max_spans < 1 or self.round_spans < 1:
+        if min(self.big_spans, self.max_spans, self.round_spans, self.part_chars) < 1:
             raise ValueError(f"invalid conversation size limits {self!r}: must be >= 1")
 
 

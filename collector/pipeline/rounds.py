@@ -27,7 +27,7 @@ from toolscore.collector.pipeline.claim import (
     claim_ready,
     next_due_ns,
 )
-from toolscore.collector.pipeline.score import compute, write
+from toolscore.collector.pipeline.score import compute_within, write
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
@@ -169,16 +169,17 @@ class RoundRunner:
             )
         now_done = [c for c in claimed if c not in big]
         loaded = {c: n for c, n in counts.items() if c not in refuse}  # refused: never loaded
-        parts = [
-            self._score(part, refuse)
-            for part in within_budget(now_done, loaded, self.limits.round_spans)
-        ]
+        parts: list[RoundResult] = []
+        for part in within_budget(now_done, loaded, self.limits.round_spans):
+            while part:  # what a part left unloaded (its text budget reached) is the next part
+                result, part = self._score(part, refuse, loaded)
+                parts.append(result)
         return dataclasses.replace(_joined(parts), claimed=len(claimed), big=tuple(big))
 
     def score_big(self, claimed: Claimed) -> RoundResult:
         """Score one conversation left aside by :meth:`run_once` (its caller renews the lease);
         its spans are streamed from the database, a batch of rows at a time."""
-        return self._score([claimed], {}, batch_rows=BIG_BATCH_ROWS)
+        return self._score([claimed], {}, None, batch_rows=BIG_BATCH_ROWS)[0]
 
     def _too_big(self, spans: int) -> str:
         return (
@@ -188,13 +189,19 @@ class RoundRunner:
         )
 
     def _score(
-        self, claimed: Sequence[Claimed], refuse: dict[str, str], batch_rows: int | None = None
-    ) -> RoundResult:
+        self,
+        claimed: Sequence[Claimed],
+        refuse: dict[str, str],
+        counts: Mapping[str, int] | None,
+        batch_rows: int | None = None,
+    ) -> tuple[RoundResult, list[Claimed]]:
+        """Score ``claimed``, bounded in text when ``counts`` (their spans) are given; also
+        returns the claims left unloaded once the text budget was reached, in order."""
         if not claimed:
-            return RoundResult(0, None)
+            return RoundResult(0, None), []
         # reads in short transactions, reconstruction outside any, the write in its own
         with self.engine.connect() as conn:
-            computed = compute(
+            computed, unloaded = compute_within(
                 conn,
                 [c.conversation_id for c in claimed],
                 self.config,
@@ -202,8 +209,13 @@ class RoundRunner:
                 refuse=refuse,
                 short_reads=True,
                 batch_rows=batch_rows,
+                budget_chars=None if counts is None else self.limits.part_chars,
+                counts=counts,
             )
             conn.rollback()
+        left = set(unloaded)
+        rest = [c for c in claimed if c.conversation_id in left]
+        claimed = [c for c in claimed if c.conversation_id not in left]
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
         with write_transaction(self.engine) as conn:
@@ -216,7 +228,7 @@ class RoundRunner:
             tuple((done_ns - seen[o.conversation_id]) / NS for o in outcomes),
             ids=tuple(o.conversation_id for o in outcomes),
             reasons=tuple(o.unmatched_reason or o.error for o in outcomes),
-        )
+        ), rest
 
     def release(self, conversation_ids: Sequence[str]) -> None:
         """Give up this worker's claims on ``conversation_ids`` (their leases end now)."""

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolscore.collector.pipeline.carry import after_pruning
+from toolscore.collector.pipeline.loading import load_within
 from toolscore.collector.pipeline.matching import Found, Matcher, identity
 from toolscore.collector.pipeline.not_evaluated import mark_not_evaluated, unrecorded
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.rebuild import ReconstructedCall, reconstruct
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
-from toolscore.storage.conversations.reading import ScoringHead, heads_and_traces
+from toolscore.storage.conversations.reading import ScoringHead
 from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
 from toolscore.storage.database import Connection, Engine
 from toolscore.storage.expectations.templates import TemplateError, fill
@@ -32,9 +32,7 @@ from toolscore.storage.history.evaluations import write_revisions
 from toolscore.storage.history.rows import CallRow, EvaluationRow, Revision
 from toolscore.storage.plumbing.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.records import LogRecordData, SpanRecord
-from toolscore.storage.retention import spans as retention
 from toolscore.storage.retention.spans import Carried
-from toolscore.storage.telemetry.spans import load_logs, load_spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,51 +284,51 @@ def compute(
     lookups, so reconstruction (minutes for a huge conversation) never runs inside one, where
     PostgreSQL's idle-in-transaction timeout would end it. ``batch_rows``: spans are streamed
     that many rows at a time (storage.telemetry.spans.load_spans)."""
+    computed, _ = compute_within(
+        conn,
+        ids,
+        config,
+        control_calls=control_calls,
+        refuse=refuse,
+        short_reads=short_reads,
+        batch_rows=batch_rows,
+    )
+    return computed
+
+
+def compute_within(
+    conn: Connection,
+    ids: Sequence[str],
+    config: ScoringConfig,
+    *,
+    control_calls: ControlCalls = DEFAULT_CONTROL,
+    refuse: Mapping[str, str] | None = None,
+    short_reads: bool = False,
+    batch_rows: int | None = None,
+    budget_chars: int | None = None,
+    counts: Mapping[str, int] | None = None,
+) -> tuple[list[_Computed], tuple[str, ...]]:
+    """As :func:`compute`, loading conversations only until their text reaches
+    ``budget_chars`` (``collector.pipeline.loading.load_within``); also returns the ids left
+    unloaded (not computed)."""
     refuse = refuse or {}
-    rows, spans, logs, pruned = load_telemetry(conn, ids, refuse, batch_rows=batch_rows)
+    t = load_within(
+        conn, ids, refuse, batch_rows=batch_rows, budget_chars=budget_chars, counts=counts
+    )
+    spans, logs = t.spans, t.logs
     matcher = Matcher(conn, short_reads)
     if short_reads:
         conn.rollback()
     out: list[_Computed] = []
-    for r in rows:
+    for r in t.heads:
         if r.id in refuse:
             out.append(_refused(r, refuse[r.id]))
             continue
         span_list, log_list = spans.pop(r.id, []), logs.pop(r.id, [])
         out.append(
-            _compute_one(matcher, r, span_list, log_list, config, control_calls, pruned.get(r.id))
+            _compute_one(matcher, r, span_list, log_list, config, control_calls, t.pruned.get(r.id))
         )
-    return out
-
-
-def load_telemetry(
-    conn: Connection,
-    ids: Sequence[str],
-    refuse: Mapping[str, str] | None = None,
-    *,
-    batch_rows: int | None = None,
-) -> tuple[
-    list[ScoringHead],
-    dict[str, list[SpanRecord]],
-    dict[str, list[LogRecordData]],
-    dict[str, Carried],
-]:
-    """The conversations of ``ids`` that exist, their spans and log records (those in
-    ``refuse`` not loaded), and what pruned conversations carry from their deleted telemetry."""
-    refuse = refuse or {}
-    rows, trace_conv = heads_and_traces(conn, ids, without_traces=refuse)
-    spans: dict[str, list[SpanRecord]] = defaultdict(list)
-    logs: dict[str, list[LogRecordData]] = defaultdict(list)
-    trace_ids = sorted(trace_conv)
-    # Pruned conversations: only telemetry that arrived after the pruning is read.
-    pruned = retention.carried(conn, [r.id for r in rows if r.id not in refuse])
-    after = {t: pruned[cid].through_ns for t, cid in trace_conv.items() if cid in pruned}
-    for span in load_spans(conn, trace_ids, after, batch_rows=batch_rows):
-        spans[trace_conv[span.trace_id]].append(span)
-    for log in load_logs(conn, trace_ids, after):
-        if log.trace_id in trace_conv:
-            logs[trace_conv[log.trace_id]].append(log)
-    return rows, spans, logs, pruned
+    return out, t.left
 
 
 def _refused(row: ScoringHead, reason: str) -> _Computed:
