@@ -82,7 +82,22 @@ def attributes_to_json(
             break
     else:
         return attributes
-    return {_safe_text(k): to_json_value(v, compress, ref) for k, v in attributes.items()}
+    return _converted(attributes, compress, ref, long)
+
+
+def _converted(
+    attributes: Mapping[str, Any], compress: bool, ref: Ref | None, long: int
+) -> dict[str, Any]:
+    # A span with a long message still has mostly short values: those are kept as they are.
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        kind = type(value)
+        plain = kind is int or kind is bool or (kind is str and len(value) < long)
+        if plain and "\x00" not in key and (kind is not str or "\x00" not in value):
+            out[key] = value
+        else:
+            out[_safe_text(key)] = to_json_value(value, compress, ref)
+    return out
 
 
 def _safe_text(text: str) -> str:
