@@ -161,24 +161,33 @@ def test_scoring_child_exits_when_the_server_is_killed(sqlite_url: str) -> None:
     assert not alive, f"orphaned scoring processes {alive}"
 
 
-def test_a_database_outage_is_one_warning_and_a_resumption_line_not_tracebacks(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _worker_failing(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, error: Exception, times: int
+) -> PipelineWorker:
+    """A worker with one ready conversation whose first ``times`` rounds raise ``error``."""
     spans, _ = fixture_spans("weather")
     store(engine, spans, at_ns=time.time_ns())
     expect(engine, ExpectationData(id="weather", reference_tool_calls=REFERENCE))
     worker = PipelineWorker(
         engine, default_config(), timing=Timing(settle_s=0.1, idle_s=0.1), poll_s=0.01
     )
-    real_round, failures = worker._round, [3]
+    real_round, failures = worker._round, [times]
 
-    async def away_then_back() -> object:
+    async def failing_round() -> object:
         if failures[0]:
             failures[0] -= 1
-            raise OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+            raise error
         return await real_round()
 
-    monkeypatch.setattr(worker, "_round", away_then_back)
+    monkeypatch.setattr(worker, "_round", failing_round)
+    return worker
+
+
+def test_a_database_outage_is_one_warning_and_a_resumption_line_not_tracebacks(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    refused = OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+    worker = _worker_failing(engine, monkeypatch, refused, times=3)
     with caplog.at_level(logging.DEBUG, logger="toolscore.collector.pipeline.worker"):
         asyncio.run(_until_scored(worker))
     lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
@@ -195,21 +204,7 @@ def test_a_database_outage_is_one_warning_and_a_resumption_line_not_tracebacks(
 def test_a_round_that_fails_for_another_reason_keeps_its_traceback(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    spans, _ = fixture_spans("weather")
-    store(engine, spans, at_ns=time.time_ns())
-    expect(engine, ExpectationData(id="weather", reference_tool_calls=REFERENCE))
-    worker = PipelineWorker(
-        engine, default_config(), timing=Timing(settle_s=0.1, idle_s=0.1), poll_s=0.01
-    )
-    real_round, failures = worker._round, [1]
-
-    async def a_bug_once() -> object:
-        if failures[0]:
-            failures[0] -= 1
-            raise TypeError("a bug")
-        return await real_round()
-
-    monkeypatch.setattr(worker, "_round", a_bug_once)
+    worker = _worker_failing(engine, monkeypatch, TypeError("a bug"), times=1)
     with caplog.at_level(logging.INFO, logger="toolscore.collector.pipeline.worker"):
         asyncio.run(_until_scored(worker))
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
