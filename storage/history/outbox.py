@@ -42,8 +42,7 @@ from toolscore.storage.plumbing.dialect import (
     skip_locked,
     upsert,
 )
-from toolscore.storage.telemetry.row_decode import attributes_from_json
-from toolscore.storage.telemetry.spans import spans_table
+from toolscore.storage.telemetry.spans import load_resource, spans_table
 from toolscore.storage.telemetry.traces import traces_table
 
 DEFAULT_PASS_THRESHOLD = 1.0
@@ -249,7 +248,7 @@ def evaluated_traces(
     ).all()
     for trace, span, start, end, resource in root_rows:
         if (trace, span) in wanted:
-            found[trace] = ((int(start), int(end)), attributes_from_json(_decoded(resource)))
+            found[trace] = ((int(start), int(end)), load_resource(conn, _decoded(resource)))
     rest = [trace for trace in trace_ids if trace not in found]
     if rest:
         spans = (

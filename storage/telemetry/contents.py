@@ -20,6 +20,9 @@ the day number is Unix ns // DAY_NS; levels 1: the hashes are the string's piece
 of them, and so on. Reading concatenates the pieces again, so the string read back is exactly
 the one received.
 
+A span's resource attributes (repeated by every span of a process) are kept the same way, their
+JSON as one uncut piece (``row_encode``).
+
 Keyed by day so that retention drops a day's pieces once no span of that day is left, without
 searching JSON for references (storage/telemetry/content_store.py); a conversation crossing
 midnight stores a piece at most twice.
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 import zstandard
 
 REF_AT = 256  # strings at least this long (in characters) are stored as pieces
+RESOURCE_REF_AT = 64  # a span's resource attributes whose JSON is this long: stored as a piece
 PIECE_MIN = 256  # a piece is at least this long unless it ends its string
 TAG = "$zrefs"
 HASH_CHARS = 22
@@ -147,12 +151,14 @@ class ContentBatch:
         self._keys: dict[Key, None] = {}  # every piece referenced
         self._refs: dict[tuple[int, str], dict[str, str]] = {}  # (day, text) -> reference
 
-    def ref(self, text: str, day_ns: int) -> dict[str, str]:
-        """``text``'s tagged reference, its pieces kept for storing under ``day_ns``."""
+    def ref(self, text: str, day_ns: int, cut: bool = True) -> dict[str, str]:
+        """``text``'s tagged reference, its pieces kept for storing under ``day_ns``; not
+        ``cut``: one piece (a text that does not grow by repeating itself)."""
         found = self._refs.get((day_ns, text))
         if found is not None:
             return found
-        hashes = [self._piece(piece.encode("utf-8"), day_ns) for piece in pieces(text)]
+        parts = pieces(text) if cut else [text]
+        hashes = [self._piece(piece.encode("utf-8"), day_ns) for piece in parts]
         levels = 1
         while len(hashes) > GROUP_AT:
             grouped = groups(hashes)

@@ -62,6 +62,16 @@ def attributes_from_json(value: Any, texts: Mapping[Key, str] = _NO_TEXTS) -> di
     return value
 
 
+def resource_from_json(value: Any, texts: Mapping[Key, str] = _NO_TEXTS) -> dict[str, Any]:
+    """Decoded resource attributes: the column holds either their JSON or a reference to it
+    stored as a piece (``row_encode._resource_json``)."""
+    if isinstance(value, dict) and len(value) == 1:
+        inner = value.get(REF_TAG)
+        if isinstance(inner, str):
+            value = json_loads(resolve(inner, texts))
+    return attributes_from_json(value)
+
+
 def decode_spans(
     rows: Iterable[Sequence[Any]],
     resources: dict[str, Any] | None = None,
@@ -94,7 +104,8 @@ def decode_spans(
     ) in rows:
         resource = resources.get(resource_text)
         if resource is None:
-            resource = resources[resource_text] = attributes_from_json(json_loads(resource_text))
+            resource = resource_from_json(json_loads(resource_text), texts)
+            resources[resource_text] = resource
         # SpanRecord(...) without its frozen __init__ (storage.records.SPAN_SETTERS)
         span = new_span(SpanRecord)
         set_trace_id(span, trace_id)

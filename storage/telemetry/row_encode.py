@@ -20,11 +20,13 @@ from toolscore.storage.records import LogRecordData, SpanEvent, SpanLink, SpanRe
 from toolscore.storage.telemetry.compressed import COMPRESS_AT, pack
 from toolscore.storage.telemetry.contents import (
     REF_AT,
+    RESOURCE_REF_AT,
     ContentBatch,
     KnownContents,
     StoredContents,
     day_of,
 )
+from toolscore.storage.telemetry.contents import TAG as REF_TAG
 
 Ref = Callable[[str], Any]  # a long string -> its stored reference (contents.ContentBatch.ref)
 
@@ -146,22 +148,24 @@ def dumps(value: Any) -> str:
 def span_values(
     span: SpanRecord,
     received_at_ns: int,
-    cache: dict[int, str],
+    cache: dict[tuple[int, int], str],
     compress: bool = False,
     contents: ContentBatch | None = None,
 ) -> tuple[Any, ...]:
     """The ``spans`` row for ``span`` as a tuple in SPAN_COLUMNS order, JSON already serialised
     (the ingest fast path). ``contents``: long strings of its attributes, events and links become
-    references to pieces it collects (``storage.telemetry.contents``); ``compress``: other long
-    strings (its resource's) are packed. ``cache`` memoises JSON of shared resource attribute
-    mappings; it must not outlive the spans it was used with."""
-    resource = span.resource_attributes
-    resource_json = cache.get(id(resource))
+    references to pieces it collects (``storage.telemetry.contents``), and so does its
+    resource's JSON as a whole (:func:`_resource_json`); ``compress``: other long strings are
+    packed. ``cache`` memoises the resource column of shared resource attribute mappings (by
+    their id and day); it must not outlive the spans it was used with."""
+    resource, day = span.resource_attributes, day_of(span.start_ns)
+    resource_json = cache.get((id(resource), day))
     if resource_json is None:
-        resource_json = cache[id(resource)] = dumps(attributes_to_json(resource, compress))
+        resource_json = _resource_json(resource, compress, contents, day)
+        cache[(id(resource), day)] = resource_json
     ref: Ref | None = None
     if contents is not None:
-        day, collect = day_of(span.start_ns), contents.ref
+        collect = contents.ref
         ref = lambda text: collect(text, day)  # noqa: E731
     return (
         span.trace_id,
@@ -181,6 +185,21 @@ def span_values(
         dumps(_links_json(span.links, compress, ref)) if span.links else "[]",
         received_at_ns,
     )
+
+
+def _resource_json(
+    resource: Mapping[str, Any], compress: bool, contents: ContentBatch | None, day: int
+) -> str:
+    """The ``resource_attributes`` column: with ``contents``, a reference to the attributes'
+    JSON stored as a piece when that JSON is RESOURCE_REF_AT characters or more (every span
+    of a resource repeats it), or when its only key is the reference tag (else read back as
+    a reference); otherwise the JSON itself."""
+    if contents is None:
+        return dumps(attributes_to_json(resource, compress))
+    whole = dumps(attributes_to_json(resource))
+    if len(whole) >= RESOURCE_REF_AT or (len(resource) == 1 and REF_TAG in resource):
+        return dumps(contents.ref(whole, day, cut=False))
+    return whole  # too short for any string to be packed
 
 
 def _events_json(
@@ -262,7 +281,7 @@ def prepare_telemetry(
     pieces (``storage.telemetry.contents``; ``known``: the pieces this writer stored lately).
     ``compress``: pack the other long strings, for a database that does not compress them
     itself (``storage.telemetry.compressed.compresses_values``)."""
-    cache: dict[int, str] = {}
+    cache: dict[tuple[int, int], str] = {}
     contents = ContentBatch(received_at_ns, known)
     span_rows = tuple([span_values(s, received_at_ns, cache, compress, contents) for s in spans])
     rows = (log_row(x, received_at_ns, compress) for x in logs)

@@ -6,7 +6,8 @@ bytes -> ``{"$bytes": base64}``, non-finite doubles -> ``{"$float": "NaN" | "Inf
 "-Infinity"}``, strings containing NUL (PostgreSQL JSONB and TEXT reject it) ->
 ``{"$str": base64 of UTF-8}``. Long strings of span attributes, events and links are stored as
 references to pieces kept once per day (``storage.telemetry.contents``, table ``span_contents``:
-``storage.telemetry.content_store``), resolved by :func:`load_spans`; on SQLite, the other
+``storage.telemetry.content_store``), resolved by :func:`load_spans`, and so is a span's
+resource attributes' JSON as a whole (``row_encode._resource_json``); on SQLite, the other
 strings of COMPRESS_AT characters or more are stored compressed
 (``storage.telemetry.compressed``). Plain text columns replace NUL with U+FFFD.
 """
@@ -41,17 +42,20 @@ from toolscore.storage.plumbing.row_lists import each_id
 from toolscore.storage.records import LogRecordData, SpanRecord
 from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.content_store import fetch_contents, insert_contents
+from toolscore.storage.telemetry.contents import TAG as REF_TAG
 from toolscore.storage.telemetry.contents import Key, Reference, references
 from toolscore.storage.telemetry.row_decode import (
     SPAN_READ_COLUMNS,
     attributes_from_json,
     decode_spans,
     from_json_value,
+    resource_from_json,
 )
 from toolscore.storage.telemetry.row_encode import (
     KEYED_SPAN_COLUMNS,
     SPAN_JSON_COLUMNS,
     TelemetryBatch,
+    dumps,
     prepare_telemetry,
 )
 from toolscore.storage.telemetry.traces import number_traces, traces_table
@@ -227,12 +231,23 @@ def load_spans(
     return out
 
 
-_REFERRING = [SPAN_READ_COLUMNS.index(c) for c in ("attributes", "events", "links")]
+_REFERRING = [
+    SPAN_READ_COLUMNS.index(c) for c in ("attributes", "resource_attributes", "events", "links")
+]
 
 
 def _references(rows: Sequence[Sequence[Any]]) -> set[Reference]:
     """The stored pieces ``rows`` (of :func:`_spans_of`) refer to."""
     return references(row[i] for row in rows for i in _REFERRING)
+
+
+def load_resource(conn: Connection, value: Any) -> dict[str, Any]:
+    """Resource attributes from the decoded JSON of a ``resource_attributes`` column (for a
+    read outside :func:`load_spans`), the piece a reference names fetched."""
+    texts: dict[Key, str] = {}
+    if isinstance(value, dict) and isinstance(value.get(REF_TAG), str):
+        fetch_contents(conn, references([dumps({REF_TAG: value[REF_TAG]})]), texts)
+    return resource_from_json(value, texts)
 
 
 def load_logs(
