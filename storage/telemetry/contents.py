@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import zstandard
 
-REF_AT = 256  # strings at least this long (in characters) are stored as pieces
+REF_AT = 128  # strings at least this long (in characters) are stored as pieces
 RESOURCE_REF_AT = 64  # a span's resource attributes whose JSON is this long: stored as a piece
 PIECE_MIN = 256  # a piece is at least this long unless it ends its string
 TAG = "$zrefs"

@@ -26,6 +26,7 @@ from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.content_store import SWEEP_MARGIN_DAYS, span_contents, sweep
 from toolscore.storage.telemetry.contents import (
     DAY_NS,
+    REF_AT,
     TRUST_DAYS,
     ContentBatch,
     KnownContents,
@@ -129,6 +130,23 @@ def test_a_long_conversation_is_stored_once_and_read_back_exactly(engine: Engine
     repeated = sum(len(v) for s in spans for v in s.attributes.values() if isinstance(v, str))
     assert repeated > 15 * distinct  # what storing each span's strings whole would cost
     assert _stored_bytes(engine) <= 3 * distinct
+
+
+def test_a_schema_every_span_repeats_is_one_piece_and_short_values_stay_plain(
+    engine: Engine,
+) -> None:
+    schema = json.dumps({"type": "object", "properties": {"city": {"type": "string"}}} | {
+        "required": ["city"], "additionalProperties": False, "title": "get_weather"})  # fmt: skip
+    assert REF_AT <= len(schema) < 256
+    attributes = {"tool.schema": schema, "short": "x" * (REF_AT - 1)}
+    spans = [dataclasses.replace(s, attributes=attributes, events=()) for s in _model_spans(5, NOW)]
+    with engine.begin() as conn:
+        store_spans(conn, spans, NOW)
+        stored = conn.execute(select(json_text(spans_table.c.attributes))).scalars().all()
+    assert _piece_count(engine) == 1
+    assert all('"$zrefs"' in t and "x" * (REF_AT - 1) in t for t in stored)
+    with engine.connect() as conn:
+        assert load_spans(conn, [TRACE]) == spans
 
 
 def test_a_resend_and_another_batch_store_no_piece_twice(engine: Engine) -> None:
