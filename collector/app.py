@@ -162,6 +162,7 @@ class App:
             s.auth_token,
             max_concurrent_requests=s.max_concurrent_requests,
             retry_after_s=s.retry_after_s,
+            ack_gates=[g for ext in extensions for g in ext.ack_gates],
         )
         try:
             await self._listen(core)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolscore.collector.ingest.metrics import Metrics
-from toolscore.collector.ingest.writer import IngestHook
+from toolscore.collector.ingest.writer import AckGate, IngestHook
 from toolscore.collector.settings import Settings
 from toolscore.storage.database import Engine
 
@@ -80,6 +80,8 @@ class Extension:
     key_attributes: Sequence[str] = ()
     # what the extension adds to the start-up line, by part (see :data:`SUMMARY_PARTS`)
     summary: Mapping[str, str] = field(default_factory=dict)
+    # held by the receiver after a request's items are committed, before it is acknowledged
+    ack_gates: Sequence[AckGate] = ()
 
 
 ExtensionFactory = Callable[[AppContext], Extension]

@@ -71,6 +71,13 @@ class IngestHook(Protocol):
     def on_batch(self, conn: Connection, batch: StoredBatch) -> None: ...
 
 
+class AckGate(Protocol):
+    """Holds the acknowledgement of a request whose items were committed (backpressure from
+    later stages); returns the seconds held."""
+
+    async def hold(self) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
 class IngestConfig:
     max_queued_items: int = 100_000  # spans + log records waiting; past it -> QueueFull

@@ -11,6 +11,7 @@ expires, and the conversation (still ``needs_scoring``) is claimed again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolscore.storage.conversations import leases
@@ -41,6 +42,14 @@ class Timing:
     @property
     def readiness(self) -> leases.Readiness:
         return leases.Readiness(self.settle_ns, self.idle_ns)
+
+    def behind_s(self, claimed: Sequence[Claimed], now_ns: int) -> float:
+        """How long the longest-waiting of ``claimed`` had been ready when claimed (0: none)."""
+        ready = (
+            c.last_span_received_ns + (self.idle_ns if c.early else self.settle_ns)
+            for c in claimed
+        )
+        return max(0.0, (now_ns - min(ready, default=now_ns)) / NS)
 
 
 DEFAULT_BIG_SPANS = 5_000

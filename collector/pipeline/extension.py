@@ -12,6 +12,7 @@ from toolscore.collector.pipeline.child import ScoringProcess
 from toolscore.collector.pipeline.claim import DEFAULT_BIG_SPANS, SizeLimits, Timing
 from toolscore.collector.pipeline.hook import ConversationHook
 from toolscore.collector.pipeline.options import PipelineOptions, available_cores, processes_for
+from toolscore.collector.pipeline.pacing import ScoringLagGate
 from toolscore.collector.pipeline.worker import PipelineWorker
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
@@ -79,6 +80,11 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
         backend = backend_name(ctx.settings.db_url)
         processes = processes_for(options, available_cores())
         round_size = scoring_round_size(backend)
+        gate = ScoringLagGate(
+            ctx.metrics.registry,
+            behind_s=options.backpressure_lag_s,
+            max_hold_s=options.backpressure_max_hold_s,
+        )
         # Several workers claim disjoint conversations from the database, each with its own id.
         workers = [
             PipelineWorker(
@@ -90,6 +96,7 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
                 process=process,
                 control_calls=options.control_calls,
                 limits=limits,
+                on_round=gate.report,
             )
             for _ in range(processes if process is not None else 1)
         ]
@@ -111,7 +118,11 @@ def pipeline_extension(options: PipelineOptions) -> ExtensionFactory:
             else "scoring in the server process"
         )
         return Extension(
-            hooks=[hook], components=workers, key_attributes=keys, summary={"scoring": where}
+            hooks=[hook],
+            components=workers,
+            key_attributes=keys,
+            summary={"scoring": where},
+            ack_gates=[gate] if options.backpressure_lag_s > 0 else [],
         )
 
     return build

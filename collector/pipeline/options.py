@@ -24,6 +24,9 @@ DEFAULT_ROOT_IDLE_S = 1.0
 DEFAULT_MAX_CONVERSATION_SPANS = 500_000
 # on: a stateless client's traces (no key at all, each replaying the last) make one conversation
 DEFAULT_REPLAY_WINDOW_S = 3600.0
+# pacing.py's defaults, repeated: this module stays light
+DEFAULT_BACKPRESSURE_LAG_S = 0.5
+DEFAULT_BACKPRESSURE_MAX_HOLD_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,9 @@ class PipelineOptions:
     max_conversation_spans: int = DEFAULT_MAX_CONVERSATION_SPANS
     # A keyless trace replaying a conversation left this recently joins it (0: never).
     replay_window_s: float = DEFAULT_REPLAY_WINDOW_S
+    # Acknowledgements held while scoring is this far behind (0: never), each at most max_hold.
+    backpressure_lag_s: float = DEFAULT_BACKPRESSURE_LAG_S
+    backpressure_max_hold_s: float = DEFAULT_BACKPRESSURE_MAX_HOLD_S
 
 
 def _processes(text: str) -> int | None:
@@ -159,6 +165,25 @@ OPTIONS: tuple[Option, ...] = (
         parse=positive_int,
         default=DEFAULT_MAX_CONVERSATION_SPANS,
         metavar="N",
+    ),
+    Option(
+        "--backpressure-lag",
+        "backpressure_lag_s",
+        "while scoring is more than this far behind (its longest-waiting ready conversation), "
+        "acknowledgements of committed requests are held so senders slow to the rate scoring "
+        "keeps up with; 0 never holds them",
+        parse=seconds,
+        default=DEFAULT_BACKPRESSURE_LAG_S,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--backpressure-max-hold",
+        "backpressure_max_hold_s",
+        "the longest one acknowledgement is held by --backpressure-lag (keep it well under "
+        "your exporters' timeout)",
+        parse=seconds,
+        default=DEFAULT_BACKPRESSURE_MAX_HOLD_S,
+        metavar="SECONDS",
     ),
     Option(
         "--no-scoring",

@@ -53,6 +53,8 @@ class RoundResult:
     big: tuple[Claimed, ...] = ()
     ids: tuple[str, ...] = ()  # the written conversations, likewise
     reasons: tuple[str | None, ...] = ()  # why unmatched / the error, likewise
+    # how long the longest-waiting claimed conversation had been ready: scoring's lag
+    behind_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -174,7 +176,12 @@ class RoundRunner:
             while part:  # what a part left unloaded (its text budget reached) is the next part
                 result, part = self._score(part, refuse, loaded)
                 parts.append(result)
-        return dataclasses.replace(_joined(parts), claimed=len(claimed), big=tuple(big))
+        return dataclasses.replace(
+            _joined(parts),
+            claimed=len(claimed),
+            big=tuple(big),
+            behind_s=self.timing.behind_s(claimed, now_ns),
+        )
 
     def score_big(self, claimed: Claimed) -> RoundResult:
         """Score one conversation left aside by :meth:`run_once` (its caller renews the lease);

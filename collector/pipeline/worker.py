@@ -47,6 +47,7 @@ from toolscore.storage.plumbing.faults import failure_reason, is_outage
 log = logging.getLogger(__name__)
 
 Observer = Callable[[Sequence[str], Sequence[float]], None]  # statuses, latencies (s)
+RoundReport = Callable[[int, float], None]  # claimed, behind (s); on the worker's event loop
 
 
 def _log_outcomes(result: RoundResult) -> None:
@@ -85,6 +86,7 @@ class PipelineWorker:
         process: ScoringProcess | None = None,
         control_calls: ControlCalls = DEFAULT_CONTROL,
         limits: SizeLimits = DEFAULT_LIMITS,
+        on_round: RoundReport | None = None,
     ) -> None:
         self.timing = timing or Timing()
         self.limits = limits
@@ -110,6 +112,7 @@ class PipelineWorker:
         self._lane_jobs: set[asyncio.Future[RoundResult]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._observer = observer
+        self._on_round = on_round
         self._clock_ns = clock_ns
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -311,6 +314,8 @@ class PipelineWorker:
                 await self._sleep(self.poll_s)
                 continue
             self._round_succeeded()
+            if self._on_round is not None:
+                self._on_round(result.claimed, result.behind_s)
             if result.big:
                 self._hand_off(result.big)
             if result.claimed:

@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from toolscore.collector.errors import RetryableError, TooManyRequests, Unauthenticated
 from toolscore.collector.ingest.metrics import Metrics
-from toolscore.collector.ingest.writer import IngestWriter
+from toolscore.collector.ingest.writer import AckGate, IngestWriter
 from toolscore.collector.otlp.decode import (
     DecodeLimits,
     decode_logs,
@@ -65,6 +65,7 @@ class OtlpCore:
         max_concurrent_requests: int | None = None,
         retry_after_s: float = 1.0,
         receiver_limits: ReceiverLimits = DEFAULT_LIMITS,
+        ack_gates: Sequence[AckGate] = (),
     ) -> None:
         self.receiver_limits = receiver_limits
         self.budget = MemoryBudget(receiver_limits.memory_budget_bytes, metrics, retry_after_s)
@@ -76,6 +77,7 @@ class OtlpCore:
         self._max_in_flight = max_concurrent_requests  # None: no cap
         self._in_flight = 0
         self._retry_after_s = retry_after_s
+        self._ack_gates = tuple(ack_gates)
 
     def check_auth(self, authorization: str | None) -> None:
         """Raise Unauthenticated unless ``authorization`` is ``Bearer <token>`` (when required)."""
@@ -131,7 +133,8 @@ class OtlpCore:
         so the event loop is never blocked and at most one chunk per request is parsed and
         decoded at a time, its cost reserved first; each chunk is committed before the next.
         If a later chunk is refused (retryable), the client resends the whole request and the
-        chunks already stored are ignored as duplicates."""
+        chunks already stored are ignored as duplicates. Once all is committed, the ack gates
+        may hold the response: backpressure from scoring (pacing.py in the pipeline room)."""
         loop = asyncio.get_running_loop()
         if fmt == "protobuf":
             parts: Iterator[wire.Chunk | Request] = wire.split(
@@ -160,6 +163,8 @@ class OtlpCore:
             _close(parts)
             chunk = None
             spans = logs = ()
+        for gate in self._ack_gates:  # the request's memory stays reserved: its caller holds it
+            await gate.hold()
         return outcome.response(signal)
 
     async def _parsed_json(

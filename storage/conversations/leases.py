@@ -36,6 +36,8 @@ NS = 1_000_000_000
 class Claimed:
     conversation_id: str
     last_span_received_ns: int  # as read when claimed: a newer span means "score again"
+    # ready after the short idle time rather than the settle time (see Readiness)
+    early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,7 @@ def _claim_statement(dialect: Dialect, limit: int) -> Any:
         conversations.update()
         .where(c.id.in_(pick.scalar_subquery()))
         .values(claimed_by=bindparam("worker"), claimed_until=bindparam("until"))
-        .returning(c.id, c.last_span_received_ns)
+        .returning(c.id, c.last_span_received_ns, _early())
     )
 
 
@@ -96,7 +98,7 @@ def claim_ready(
         "until": _utc(now_ns + lease_ns),
     }
     stmt = _claim_statement(conn.dialect, limit)
-    return [Claimed(i, ns) for i, ns in conn.execute(stmt, params)]
+    return [Claimed(i, ns, bool(early)) for i, ns, early in conn.execute(stmt, params)]
 
 
 def next_due_ns(conn: Connection, *, now_ns: int, ready: Readiness) -> int | None:
