@@ -32,12 +32,12 @@ Pure: no SQL.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 import threading
+from binascii import b2a_base64
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from hashlib import blake2b
 
 import zstandard
 
@@ -82,17 +82,20 @@ def _decompressor() -> zstandard.ZstdDecompressor:
 def pieces(text: str) -> list[str]:
     """``text`` cut as the module docstring says (their concatenation is ``text``)."""
     out: list[str] = []
-    start = last = 0
-    for match in _CUT.finditer(text):
+    start = 0
+    search = _CUT.search
+    # the first cut point at least PIECE_MIN past the last cut ends a piece: search from
+    # there rather than stepping through every `}` between
+    while (match := search(text, start + PIECE_MIN - 1)) is not None:
+        out.append(text[start : match.end()])
+        start = match.end()
+    last = start
+    for match in _CUT.finditer(text, start):  # fewer than PIECE_MIN characters: a few
         last = match.end()
-        if last - start >= PIECE_MIN:
-            out.append(text[start:last])
-            start = last
     if start < last:
         out.append(text[start:last])
-        start = last
-    if start < len(text):
-        out.append(text[start:])
+    if last < len(text):
+        out.append(text[last:])
     return out
 
 
@@ -109,9 +112,13 @@ def groups(hashes: list[str]) -> list[str]:
     return out
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def piece_hash(data: bytes) -> str:
-    digest = hashlib.blake2b(data, digest_size=16).digest()
-    return base64.urlsafe_b64encode(digest)[:HASH_CHARS].decode("ascii")
+    digest = blake2b(data, digest_size=16).digest()
+    # base64url without the module's wrappers (a call per piece)
+    return b2a_base64(digest, newline=False)[:HASH_CHARS].translate(_URLSAFE).decode("ascii")
 
 
 def day_of(ns: int) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from toolscore.storage.telemetry.contents import (
     REF_AT,
     TRUST_DAYS,
     ContentBatch,
+    PIECE_MIN,
     KnownContents,
     pieces,
 )
@@ -105,6 +107,30 @@ def _stored_bytes(engine: Engine) -> int:
 @given(st.text(alphabet='{}[], "ab\n', max_size=400))
 def test_the_pieces_of_any_text_are_that_text(value: str) -> None:
     assert "".join(pieces(value)) == value
+
+
+def _cut_at_every_brace(text: str) -> list[str]:
+    """The cutting rule stepped through cut point by cut point (what ``pieces`` jumps over)."""
+    out: list[str] = []
+    start = last = 0
+    for match in re.finditer(r"\}(?=\s*(?:,\s*\{|\]))", text):
+        last = match.end()
+        if last - start >= PIECE_MIN:
+            out.append(text[start:last])
+            start = last
+    return out + [p for p in (text[start:last], text[max(start, last) :]) if p]
+
+
+@given(st.text(alphabet='{}[], "ab\n', max_size=1500))
+def test_pieces_are_cut_where_the_rule_says(value: str) -> None:
+    assert pieces(value) == _cut_at_every_brace(value)
+
+
+def test_pieces_are_cut_where_the_rule_says_around_the_least_piece() -> None:
+    for pad in range(PIECE_MIN):  # a cut point at every offset around PIECE_MIN
+        sizes = [pad, 3, 40, 7, PIECE_MIN - 6, 1, 60, pad // 2, 200]
+        value = json.dumps([{"x": "a" * n} for n in sizes])
+        assert pieces(value) == _cut_at_every_brace(value)
 
 
 def test_a_longer_history_shares_all_but_its_last_pieces_with_the_shorter() -> None:
