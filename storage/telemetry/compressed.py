@@ -8,34 +8,16 @@ columns. The tag is one more of ``storage.telemetry.spans``'s JSON tags, untagge
 from __future__ import annotations
 
 import base64
-import threading
 
-import zstandard
 from sqlalchemy.engine import Dialect
 
 from toolscore.storage.plumbing.dialect import compresses_large_values
+from toolscore.storage.plumbing.zstd_codec import compressor, decompressor
 
 # Strings at least this long (in characters) are stored compressed.
 COMPRESS_AT = 512
 TAG = "$zstd"
 LEVEL = 1
-
-# zstandard's (de)compressor objects may not be shared between threads.
-_local = threading.local()
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    found: zstandard.ZstdCompressor | None = getattr(_local, "compressor", None)
-    if found is None:
-        found = _local.compressor = zstandard.ZstdCompressor(level=LEVEL)
-    return found
-
-
-def _decompressor() -> zstandard.ZstdDecompressor:
-    found: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
-    if found is None:
-        found = _local.decompressor = zstandard.ZstdDecompressor()
-    return found
 
 
 def compresses_values(dialect: Dialect) -> bool:
@@ -47,10 +29,10 @@ def compresses_values(dialect: Dialect) -> bool:
 
 def pack(text: str) -> dict[str, str]:
     """``text`` as its tagged, compressed JSON form."""
-    frame = _compressor().compress(text.encode("utf-8"))
+    frame = compressor(LEVEL).compress(text.encode("utf-8"))
     return {TAG: base64.b64encode(frame).decode("ascii")}
 
 
 def unpack(encoded: str) -> str:
     """Inverse of :func:`pack` (given the tag's value)."""
-    return _decompressor().decompress(base64.b64decode(encoded)).decode("utf-8")
+    return decompressor().decompress(base64.b64decode(encoded)).decode("utf-8")

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
 
-import zstandard
+from toolscore.storage.plumbing.zstd_codec import compressor, decompressor
 
 REF_AT = 128  # strings at least this long (in characters) are stored as pieces
 RESOURCE_REF_AT = 64  # a span's resource attributes whose JSON is this long: stored as a piece
@@ -60,23 +60,6 @@ _REF = re.compile(r'"\$zrefs":\s*"(\d+):(\d+):([A-Za-z0-9_-]*)"')
 
 Key = tuple[int, str]  # (day_ns, hash)
 Reference = tuple[int, str, int]  # (day_ns, hash, levels): levels > 1 is a group of hashes
-
-# zstandard's (de)compressor objects may not be shared between threads.
-_local = threading.local()
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    found: zstandard.ZstdCompressor | None = getattr(_local, "compressor", None)
-    if found is None:
-        found = _local.compressor = zstandard.ZstdCompressor(level=LEVEL)
-    return found
-
-
-def _decompressor() -> zstandard.ZstdDecompressor:
-    found: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
-    if found is None:
-        found = _local.decompressor = zstandard.ZstdDecompressor()
-    return found
 
 
 def pieces(text: str) -> list[str]:
@@ -188,7 +171,7 @@ class ContentBatch:
     def rows(self) -> list[tuple[int, str, bytes]]:
         """(day_ns, hash, compressed UTF-8) of the pieces to store, in key order (concurrent
         writers inserting the same pieces then lock them in one order: no deadlock)."""
-        compress = _compressor().compress
+        compress = compressor(LEVEL).compress
         return [(day, h, compress(self._new[(day, h)])) for day, h in sorted(self._new)]
 
     def keys(self) -> list[Key]:
@@ -227,7 +210,7 @@ def split(hashes: str) -> list[str]:
 
 
 def decompress(data: bytes) -> str:
-    return _decompressor().decompress(data).decode("utf-8")
+    return decompressor().decompress(data).decode("utf-8")
 
 
 def resolve(encoded: str, texts: Mapping[Key, str]) -> str:
