@@ -20,6 +20,7 @@ PostgreSQL only) each gets half the conversations from its own load process. Rep
 
     python benchmarks/bench_burst.py --conversations 30000 --settle 2          # SQLite
     python benchmarks/bench_burst.py --conversations 30000 --settle 2 --grpc   # gRPC, 8 in flight
+    python benchmarks/bench_burst.py --grpc --backpressure-lag 0.5,0   # backpressure on vs off
     python benchmarks/bench_burst.py --conversations 15000 --scoring-processes 2 \\
         --postgres postgresql+psycopg://postgres@127.0.0.1:5432/NAME_bench --servers 2
 """
@@ -72,9 +73,11 @@ def _run_wait(pid: int) -> float:
     return total / 1e9
 
 
-def _serve(db_url: str, settle: float, processes: int | None, conn: Any) -> None:
+def _serve(
+    db_url: str, settle: float, processes: int | None, pipeline: dict[str, Any], conn: Any
+) -> None:
     """A second ``serve`` app in a process of its own, until told to stop."""
-    with _Server(db_url, settle, True, processes) as server:
+    with _Server(db_url, settle, True, processes, pipeline=pipeline) as server:
         conn.send(server.app.http_port)
         conn.recv()
 
@@ -241,18 +244,24 @@ def _pg_backends(db_url: str) -> list[int]:
     return out
 
 
+def _options(lag: float | None) -> dict[str, Any]:
+    return {} if lag is None else {"backpressure_lag_s": lag}
+
+
 def run_once(db_url: str, conversations: int, settle: float, processes: int | None,
-             servers: int, use_grpc: bool = False) -> Burst:  # fmt: skip
+             servers: int, use_grpc: bool = False, lag: float | None = None) -> Burst:  # fmt: skip
     ctx = mp.get_context("spawn")
     me = os.getpid()
     with (
         ctx.Manager() as manager,
-        _Server(db_url, settle, True, processes, grpc=use_grpc) as first,
+        _Server(db_url, settle, True, processes, grpc=use_grpc, pipeline=_options(lag)) as first,
     ):
         others, ports = [], [first.app.grpc_port if use_grpc else first.app.http_port]
         for _ in range(servers - 1):
             here, there = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(db_url, settle, processes, there))
+            proc = ctx.Process(
+                target=_serve, args=(db_url, settle, processes, _options(lag), there)
+            )
             proc.start()
             ports.append(here.recv())
             others.append((proc, here))
@@ -354,7 +363,15 @@ def main() -> None:
         action="store_true",
         help=f"send over OTLP/gRPC, {GRPC_IN_FLIGHT} requests in flight (one serve process)",
     )
+    parser.add_argument(
+        "--backpressure-lag",
+        metavar="S[,S...]",
+        help="serve's --backpressure-lag; several (e.g. 0.5,0: on and off) alternate run by run",
+    )
     args = parser.parse_args()
+    lags: list[float | None] = (
+        [float(v) for v in args.backpressure_lag.split(",")] if args.backpressure_lag else [None]
+    )
     if args.grpc and args.servers > 1:
         parser.error("--grpc takes one serve process")
     tmp = tempfile.TemporaryDirectory()
@@ -367,17 +384,31 @@ def main() -> None:
         f"{args.settle:g} s, {args.servers} serve process(es), scoring processes per serve: "
         f"{args.scoring_processes or 'auto'}; load average {os.getloadavg()[0]:.1f}"
     )
-    runs = []
+    by_lag: dict[float | None, list[Burst]] = {lag: [] for lag in lags}
     for i in range(args.runs):
-        if not args.postgres:
-            Path(tmp.name, "bench.db").unlink(missing_ok=True)
-        _prepare(url)
-        b = run_once(
-            url, args.conversations, args.settle, args.scoring_processes, args.servers, args.grpc
-        )
-        runs.append(b)
-        print(_report(name, i + 1, b, args.settle), flush=True)
+        for lag in lags if i % 2 == 0 else lags[::-1]:
+            if not args.postgres:
+                Path(tmp.name, "bench.db").unlink(missing_ok=True)
+            _prepare(url)
+            b = run_once(
+                url,
+                args.conversations,
+                args.settle,
+                args.scoring_processes,
+                args.servers,
+                args.grpc,
+                lag,
+            )
+            by_lag[lag].append(b)
+            label = name if lag is None else f"{name} backpressure-lag {lag:g}"
+            print(_report(label, i + 1, b, args.settle), flush=True)
+    for lag, runs in by_lag.items():
+        label = name if lag is None else f"{name} backpressure-lag {lag:g}"
+        _summary(label, runs)
+    tmp.cleanup()
 
+
+def _summary(name: str, runs: list[Burst]) -> None:
     def med(f: Any) -> float:
         return statistics.median(f(b) for b in runs)
 
@@ -392,7 +423,6 @@ def main() -> None:
         f"{med(lambda b: b.stamped_lag_s):.2f} s); CPU {cpu}; load "
         f"average {os.getloadavg()[0]:.1f}"
     )
-    tmp.cleanup()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ class _Server:
         scoring: bool,
         processes: int | None = None,
         grpc: bool = False,
+        pipeline: dict[str, Any] | None = None,
     ) -> None:
         from toolscore.collector.app import App
         from toolscore.collector.pipeline.extension import pipeline_extension
@@ -62,7 +63,11 @@ class _Server:
         grpc_listen = Listen("127.0.0.1", 0) if grpc else None
         settings = Settings(db_url=db_url, grpc=grpc_listen, http=Listen("127.0.0.1", 0))
         options = PipelineOptions(
-            enabled=scoring, settle_s=settle, separate_process=True, scoring_processes=processes
+            enabled=scoring,
+            settle_s=settle,
+            separate_process=True,
+            scoring_processes=processes,
+            **(pipeline or {}),
         )
         self.app = App(settings, [pipeline_extension(options)])
         self._loop = asyncio.new_event_loop()
