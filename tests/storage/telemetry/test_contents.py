@@ -27,10 +27,10 @@ from toolscore.storage.telemetry.compressed import compresses_values
 from toolscore.storage.telemetry.content_store import SWEEP_MARGIN_DAYS, span_contents, sweep
 from toolscore.storage.telemetry.contents import (
     DAY_NS,
+    PIECE_MIN,
     REF_AT,
     TRUST_DAYS,
     ContentBatch,
-    PIECE_MIN,
     KnownContents,
     pieces,
 )

@@ -38,10 +38,16 @@ RESOURCE: Mapping[str, Any] = {
 def _spans(resource: Mapping[str, Any], start_ns: int, n: int = 5) -> list[SpanRecord]:
     return [
         SpanRecord(
-            trace_id=TRACE, span_id=f"{i + 1:016x}", parent_span_id=None, name=f"step {i}",
-            kind=1, start_ns=start_ns + i, end_ns=start_ns + i + 1,
-            attributes={"gen_ai.conversation.id": "c1"}, resource_attributes=resource,
-        )  # fmt: skip
+            trace_id=TRACE,
+            span_id=f"{i + 1:016x}",
+            parent_span_id=None,
+            name=f"step {i}",
+            kind=1,
+            start_ns=start_ns + i,
+            end_ns=start_ns + i + 1,
+            attributes={"gen_ai.conversation.id": "c1"},
+            resource_attributes=resource,
+        )
         for i in range(n)
     ]
 
