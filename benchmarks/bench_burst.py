@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: make ``benchmarks`` importable
 
 from benchmarks.bench_pipeline import _prepare, _Server  # noqa: E402
-from benchmarks.pipeline_load import SPANS_PER_TRACE, TRACES_PER_REQUEST  # noqa: E402
+from benchmarks.burst_load import GRPC_IN_FLIGHT, send_grpc, send_http  # noqa: E402
+from benchmarks.pipeline_load import SPANS_PER_TRACE  # noqa: E402
 
 
 def _cpu_of(pid: int) -> tuple[int, float]:
@@ -80,80 +81,6 @@ def _serve(
     with _Server(db_url, settle, True, processes, pipeline=pipeline) as server:
         conn.send(server.app.http_port)
         conn.recv()
-
-
-GRPC_IN_FLIGHT = 8
-TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-
-
-def _send_grpc(port: int, conversations: int, prefix: str, result: Any) -> None:
-    """The burst as OTLP/gRPC requests of 511 spans, ``GRPC_IN_FLIGHT`` in flight over one
-    channel, each sent again on UNAVAILABLE (as exporters do), as fast as acknowledged."""
-    import threading
-
-    import grpc
-
-    from benchmarks.pipeline_load import payloads
-
-    bodies = payloads(prefix, max(1, conversations // TRACES_PER_REQUEST))
-    cpu = time.process_time()
-    state = {"next": 0, "ok": 0, "failed": 0}
-    lock = threading.Lock()
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    export = channel.unary_unary(TRACES)
-
-    def sender() -> None:
-        while True:
-            with lock:
-                i = state["next"]
-                state["next"] += 1
-            if i >= len(bodies):
-                return
-            for _attempt in range(100):
-                try:
-                    export(bodies[i], timeout=30)
-                    with lock:
-                        state["ok"] += 1
-                    break
-                except grpc.RpcError as exc:
-                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                        with lock:
-                            state["failed"] += 1
-                        break
-                    time.sleep(0.05)
-
-    started = time.time()
-    threads = [threading.Thread(target=sender) for _ in range(GRPC_IN_FLIGHT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    result["last_ack"] = time.time()
-    result["first_send"] = started
-    result["cpu"] = time.process_time() - cpu
-    channel.close()
-    result.update(
-        spans=state["ok"] * TRACES_PER_REQUEST * SPANS_PER_TRACE,
-        conversations=state["ok"] * TRACES_PER_REQUEST,
-        failed=state["failed"],
-    )
-
-
-def _send(port: int, conversations: int, prefix: str, result: Any) -> None:
-    from benchmarks.pipeline_load import paced, payloads
-
-    bodies = payloads(prefix, max(1, conversations // TRACES_PER_REQUEST))  # before the clock
-    cpu, started = time.process_time(), time.time()
-    posted = paced(port, bodies, 0.0)  # unpaced: as fast as acknowledged
-    result["last_ack"] = time.time()
-    ok = len(posted.latencies)
-    result.update(
-        first_send=started,
-        cpu=time.process_time() - cpu,
-        spans=ok * TRACES_PER_REQUEST * SPANS_PER_TRACE,
-        conversations=ok * TRACES_PER_REQUEST,
-        failed=posted.failed,
-    )
 
 
 @dataclass
@@ -270,7 +197,7 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
         results = [manager.dict() for _ in ports]
         loads = [
             ctx.Process(
-                target=_send_grpc if use_grpc else _send,
+                target=send_grpc if use_grpc else send_http,
                 args=(port, conversations // servers, prefix, result),
             )
             for port, prefix, result in zip(ports, prefixes, results, strict=True)
@@ -310,19 +237,8 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             burst.scored_per_s = scored / (last_eval - first_eval).total_seconds()
             burst.stamped_lag_s = last_eval.timestamp() - last_ack
             burst.lag_s = seen_at - last_ack
-        servers_pids = {me} | {p.pid for p, _ in others if p.pid}
         skip = {manager._process.pid} | {load.pid for load in loads}  # type: ignore[attr-defined]
-        # the load runs on the same CPUs: its own CPU time, which it reports as it ends
-        cpu = {"server": 0.0, "scoring": 0.0, "client": sum(r["cpu"] for r in sent)}
-        for pid, (ppid, seconds) in after.items():
-            used = seconds - before.get(pid, (0, 0.0))[1]
-            if pid in servers_pids:
-                cpu["server"] += used
-            elif ppid in servers_pids and pid not in skip:
-                cpu["scoring"] += used
-            elif pid in backends:  # connected during the run: all of its CPU
-                cpu["postgresql"] = cpu.get("postgresql", 0.0) + used
-        burst.cpu = cpu
+        burst.cpu = _cpu_split(before, after, serving, skip, backends, sent)
         burst.scoring_wait_s = waited
         if scored:
             burst.scoring_busy_s = (last_eval - first_eval).total_seconds()
@@ -330,6 +246,28 @@ def run_once(db_url: str, conversations: int, settle: float, processes: int | No
             here.send("stop")
             proc.join(60)
     return burst
+
+
+def _cpu_split(
+    before: dict[int, tuple[int, float]],
+    after: dict[int, tuple[int, float]],
+    servers: set[int],
+    skip: set[int],
+    backends: list[int],
+    sent: list[dict[str, Any]],
+) -> dict[str, float]:
+    """CPU seconds of the run by process type."""
+    # the load runs on the same CPUs: its own CPU time, which it reports as it ends
+    cpu = {"server": 0.0, "scoring": 0.0, "client": sum(r["cpu"] for r in sent)}
+    for pid, (ppid, seconds) in after.items():
+        used = seconds - before.get(pid, (0, 0.0))[1]
+        if pid in servers:
+            cpu["server"] += used
+        elif ppid in servers and pid not in skip:
+            cpu["scoring"] += used
+        elif pid in backends:  # connected during the run: all of its CPU
+            cpu["postgresql"] = cpu.get("postgresql", 0.0) + used
+    return cpu
 
 
 def _report(name: str, i: int, b: Burst, settle: float) -> str:
