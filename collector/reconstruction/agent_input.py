@@ -17,54 +17,58 @@ from collections.abc import Mapping, Sequence
 from toolscore.collector.reconstruction.conventions import Exchange, Message
 from toolscore.collector.reconstruction.conventions.base import maybe_json
 from toolscore.collector.reconstruction.conventions.messages import read_messages
-from toolscore.collector.reconstruction.conventions.otel_genai import INVOCATIONS, operation
 from toolscore.storage.records import SpanRecord
 
-__all__ = ["first_user_words", "unwrap_user_messages"]
+__all__ = ["Given", "first_user_words", "given", "unwrap_user_messages"]
 
 
-def _is_invocation(span: SpanRecord) -> bool:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Given:
+    """What an agent invocation span records it was given: its first user words (the input as
+    text, else the first user message with text) and every user message's text."""
+
+    start_ns: int
+    first: str | None
+    users: tuple[str, ...]
+
+
+_INPUT_KEYS = ("input.value", "gen_ai.input.messages")
+
+
+def given(invocations: Sequence[SpanRecord]) -> list[Given]:
+    """The input of each invocation span (:func:`~toolscore.collector.reconstruction.span_index.
+    is_invocation`), read once for both rules here."""
+    return [_given(span) for span in invocations]
+
+
+def _given(span: SpanRecord) -> Given:
     attrs = span.attributes
-    kind = str(attrs.get("openinference.span.kind") or "").upper()
-    return kind == "AGENT" or operation(attrs) in INVOCATIONS
-
-
-def _input_text(span: SpanRecord) -> str | None:
-    attrs = span.attributes
+    if _INPUT_KEYS[0] not in attrs and _INPUT_KEYS[1] not in attrs:
+        return Given(span.start_ns, None, ())
     value = maybe_json(attrs.get("input.value"))
     if isinstance(value, Mapping) and isinstance(value.get("input"), str):
-        return str(value["input"])
+        return Given(span.start_ns, str(value["input"]), (str(value["input"]),))
     if isinstance(value, str):
-        return value
+        return Given(span.start_ns, value, (value,))
+    first: str | None = None
+    users: list[str] = []
     for source in (value, attrs.get("gen_ai.input.messages")):
-        users = [m for m in read_messages(source) if m.role == "user" and m.content.strip()]
-        if users:
-            return users[0].content
-    return None
-
-
-def _user_texts(span: SpanRecord) -> list[str]:
-    """Every user message the invocation was given, as given."""
-    attrs = span.attributes
-    value = maybe_json(attrs.get("input.value"))
-    if isinstance(value, Mapping) and isinstance(value.get("input"), str):
-        return [str(value["input"])]
-    if isinstance(value, str):
-        return [value]
-    found: list[str] = []
-    for source in (value, attrs.get("gen_ai.input.messages")):
-        found += [m.content for m in read_messages(source) if m.role == "user" and m.content]
-    return found
+        mine = [m.content for m in read_messages(source) if m.role == "user"]
+        if first is None:
+            first = next((text for text in mine if text.strip()), None)
+        users += [text for text in mine if text]
+    return Given(span.start_ns, first, tuple(users))
 
 
 def unwrap_user_messages(
-    exchanges: Sequence[Exchange], spans: Sequence[SpanRecord]
+    exchanges: Sequence[Exchange], invocations: Sequence[Given]
 ) -> list[Exchange]:
     """User messages that wrap what an invocation of the conversation was given (a prompt
     template around the user's words) become those words, so that a later history giving the
-    words alone, or the wrapped form again, repeats them rather than adding a user message."""
+    words alone, or the wrapped form again, repeats them rather than adding a user message.
+    ``invocations``: what the conversation's invocations were given (:func:`given`)."""
     words = sorted(
-        {w for s in spans if _is_invocation(s) for w in _user_texts(s) if _norm(w)},
+        {w for g in invocations for w in g.users if _norm(w)},
         key=lambda w: -len(w),
     )
     if not words:
@@ -91,12 +95,12 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def first_user_words(spans: Sequence[SpanRecord], first_user: str | None) -> str | None:
+def first_user_words(invocations: Sequence[Given], first_user: str | None) -> str | None:
     """``first_user``, or the earliest agent invocation's input when ``first_user`` wraps it."""
     if not first_user:
         return first_user
-    for span in sorted((s for s in spans if _is_invocation(s)), key=lambda s: s.start_ns):
-        text = _input_text(span)
+    for invocation in sorted(invocations, key=lambda g: g.start_ns):
+        text = invocation.first
         if text and _norm(text) != _norm(first_user) and _norm(text) in _norm(first_user):
             return text
         if text:

@@ -14,7 +14,7 @@ Each becomes a caution of the conversation (with the calls other rules inferred 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from toolscore.collector.reconstruction.conventions import Exchange
 from toolscore.collector.reconstruction.conventions.base import maybe_json
@@ -52,8 +52,7 @@ def _finish_reasons(span: SpanRecord) -> list[str]:
     return found
 
 
-def unread_calls(exchanges: Sequence[Exchange], spans: Sequence[SpanRecord]) -> str | None:
-    by_id = {s.span_id: s for s in spans}
+def unread_calls(exchanges: Sequence[Exchange], by_id: Mapping[str, SpanRecord]) -> str | None:
     silent = []
     for exchange in exchanges:
         span = by_id.get(exchange.span_id or "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "CONTROL_KINDS",
@@ -50,6 +51,7 @@ _FINAL_RESULT = re.compile(r"^final_result(?:_\w+)?$")
 _TURN_END = re.compile(r"^(?:final_answer|finish|final_result(?:_\w+)?)$")
 
 
+@lru_cache(maxsize=4096)  # asked for every call of every conversation; few names recur
 def control_kind(name: str, convention: str, *, ends_turn: bool = False) -> str | None:
     """The control-call kind of a call named ``name`` read by ``convention``, or None;
     ``ends_turn``: no call follows it in its turn (what makes a ``final_answer`` or ``finish``
@@ -84,6 +86,8 @@ class ControlCalls:
     def includes(self, kind: str | None) -> bool:
         if kind is None:
             return True  # not a control call: always a tool call
+        if not self.overrides:
+            return self.include
         return dict(self.overrides).get(kind, self.include)
 
     def with_kind(self, kind: str, include: bool) -> ControlCalls:

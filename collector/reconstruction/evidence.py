@@ -93,9 +93,12 @@ def evidence(
     return Evidence(parameters, asked, texts)
 
 
+_DECODER = json.JSONDecoder()
+
+
 def _objects(text: str) -> list[Any]:
     """The JSON values starting at each ``{`` of ``text`` that parse."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     found: list[Any] = []
     index = text.find("{")
     while index != -1:
@@ -128,7 +131,7 @@ def _unwrapped(value: Any) -> tuple[dict[str, Any], str] | None:
 
 
 def _name_of(execution: ToolExecution, ev: Evidence, cautions: list[str]) -> str:
-    match = _METHOD_SUFFIX.match(execution.name)
+    match = _METHOD_SUFFIX.match(execution.name) if "." in execution.name else None
     if match is None or ev.known(execution.name):
         return execution.name
     stem = match.group("stem").rsplit(".", 1)[-1]
@@ -177,7 +180,7 @@ def confirm(
 
 def _json_values(text: str) -> list[Any]:
     """``text`` as consecutive JSON values (``{...}{...}``); [] unless there are several."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     values: list[Any] = []
     index = 0
     text = text.strip()

@@ -15,7 +15,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from toolscore.collector.reconstruction.conventions import ToolExecution
-from toolscore.storage.records import SpanRecord
 
 _SEPARATORS = ("_", "-", ".", "/", ":", "__")
 _MAX_DEPTH = 256  # a cycle in broken parent ids must not loop
@@ -42,10 +41,10 @@ def _key(execution: ToolExecution) -> Key | None:
 
 def _nearest_tool_ancestor(
     execution: ToolExecution,
+    key: Key | None,
     parents: Mapping[Key, str | None],
     by_span: Mapping[Key, ToolExecution],
 ) -> ToolExecution | None:
-    key = _key(execution)
     if key is None:
         return None
     trace = key[0]
@@ -61,33 +60,35 @@ def _nearest_tool_ancestor(
 
 
 def join_layers(
-    executions: Sequence[ToolExecution], spans: Sequence[SpanRecord]
+    executions: Sequence[ToolExecution], parents: Mapping[Key, str | None]
 ) -> tuple[list[ToolExecution], dict[str, str]]:
     """The executions with each deeper layer joined into its outermost one, in the given order;
-    and span id of each joined layer -> span id of the execution it joined."""
-    parents = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
-    by_span = {k: e for e in executions if (k := _key(e)) is not None}
+    and span id of each joined layer -> span id of the execution it joined. ``parents``: each
+    span's parent span id, by (trace id, span id)."""
+    keys = [_key(e) for e in executions]
+    pairs = list(zip(executions, keys, strict=True))
+    by_span = {k: e for e, k in pairs if k is not None}
     outer_of: dict[Key, Key] = {}
-    for execution in executions:
-        ancestor = _nearest_tool_ancestor(execution, parents, by_span)
-        inner, outer = _key(execution), ancestor and _key(ancestor)
+    for execution, inner in pairs:
+        ancestor = _nearest_tool_ancestor(execution, inner, parents, by_span)
+        outer = ancestor and _key(ancestor)
         if inner is not None and outer:
             outer_of[inner] = outer
+    if not outer_of:  # nothing to join (the usual case); of one span's executions, its last
+        return [by_span.get(k, e) if k is not None else e for e, k in pairs], {}
     root: dict[Key, Key] = {}
     for key, outer in outer_of.items():
         top, steps = outer, 0
         while top in outer_of and steps < _MAX_DEPTH:
             top, steps = outer_of[top], steps + 1
         root[key] = top
-    filled = {k: e for e in executions if (k := _key(e)) is not None and k not in root}
-    for execution in executions:  # outer layers come first in time, so fill in that order
-        into = root.get(_key(execution) or ("", ""))
+    filled = {k: e for e, k in pairs if k is not None and k not in root}
+    for execution, layer in pairs:  # outer layers come first in time, so fill in that order
+        into = root.get(layer or ("", ""))
         if into is not None and into in filled:
             filled[into] = _fill(filled[into], execution)
     kept = [
-        filled.get(k, e) if (k := _key(e)) is not None else e
-        for e in executions
-        if (_key(e) or ("", "")) not in root
+        filled.get(k, e) if k is not None else e for e, k in pairs if (k or ("", "")) not in root
     ]
     return kept, {inner[1]: outer[1] for inner, outer in root.items()}
 

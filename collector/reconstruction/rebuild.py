@@ -28,6 +28,7 @@ from typing import Any
 
 from toolscore.collector.reconstruction.agent_input import (
     first_user_words,
+    given,
     unwrap_user_messages,
 )
 from toolscore.collector.reconstruction.cautions import (
@@ -49,6 +50,7 @@ from toolscore.collector.reconstruction.conventions.unrecognised import unrecogn
 from toolscore.collector.reconstruction.evidence import confirm, evidence, split_merged
 from toolscore.collector.reconstruction.layers import join_layers
 from toolscore.collector.reconstruction.sample import sample_messages
+from toolscore.collector.reconstruction.span_index import SpanIndex
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
 from toolscore.collector.reconstruction.tool_runs import attach, decode_call, insert_orphans
 from toolscore.collector.reconstruction.transcript import Canon as _Canon
@@ -101,22 +103,7 @@ class Reconstruction:
     used_spans: frozenset[str] = frozenset()
 
 
-def _trace_ranks(
-    spans: Sequence[SpanRecord], logs: Sequence[LogRecordData]
-) -> tuple[dict[str, int], list[str]]:
-    start: dict[str, int] = {}
-    for span in spans:
-        start[span.trace_id] = min(start.get(span.trace_id, span.start_ns), span.start_ns)
-    for log in logs:
-        if log.trace_id and log.trace_id not in start:
-            start[log.trace_id] = log.time_ns or log.observed_time_ns
-    order = sorted(start, key=lambda t: (start[t], t))
-    return {trace: i for i, trace in enumerate(order)}, order
-
-
-def _dedupe(
-    exchanges: list[Exchange], spans: Sequence[SpanRecord], canon: _Canon
-) -> list[Exchange]:
+def _dedupe(exchanges: list[Exchange], index: SpanIndex, canon: _Canon) -> list[Exchange]:
     """Drop a second record of the same model call.
 
     A framework span and a provider span (say OpenInference LangChain + OpenLLMetry openai) both
@@ -124,7 +111,6 @@ def _dedupe(
     show the same output. Calls with ids are deduplicated later anyway; this catches text answers
     and calls without ids. Same response id → same call.
     """
-    interval = {s.span_id: (s.trace_id, s.start_ns, s.end_ns) for s in spans}
     kept: list[Exchange] = []
     by_response: set[str] = set()
     # Earlier exchanges' intervals by (trace, output shape): only those can be a duplicate, and
@@ -133,11 +119,11 @@ def _dedupe(
     for exchange in exchanges:
         if exchange.response_id and exchange.response_id in by_response:
             continue
-        where = interval.get(exchange.span_id or "")
+        where = index.by_id.get(exchange.span_id or "")
         shape = _output_shape(exchange, canon)
         if where is not None and shape:
-            trace, start, end = where
-            same = timed[(trace, shape)]
+            start, end = where.start_ns, where.end_ns
+            same = timed[(where.trace_id, shape)]
             if any(s <= end and start <= e for s, e in same):
                 continue
             same.append((start, end))
@@ -168,11 +154,10 @@ def _root_span_id(spans: Sequence[SpanRecord], last_trace: str | None) -> str | 
 
 def _calls(
     transcript: _Transcript,
-    spans: Sequence[SpanRecord],
+    index: SpanIndex,
     params: dict[str, tuple[str, ...]],
     warnings: list[str],
 ) -> tuple[list[ReconstructedCall], dict[int, DecodedArgs]]:
-    scopes = {s.span_id: s.scope_name for s in spans}
     calls: list[ReconstructedCall] = []
     decoded_by_call: dict[int, DecodedArgs] = {}
     for position, call in enumerate(transcript.calls()):
@@ -186,7 +171,7 @@ def _calls(
             warnings.append(f"call #{position} {call.name}: arguments {what}")
         where = call.execution or call
         orphan = call.execution is not None and call.span_id == call.execution.span_id
-        scope = scopes.get(call.span_id or "") or scopes.get(where.span_id or "")
+        scope = index.scope_of(call.span_id) or index.scope_of(where.span_id)
         calls.append(
             ReconstructedCall(
                 position=position,
@@ -244,20 +229,22 @@ def _reconstruct(
     # telemetry that did not make it into the rebuilt conversation.
     unread.extend(extract_warnings)
     warnings.extend(extract_warnings)
-    ranks, order = _trace_ranks(spans, logs)
+    index = SpanIndex(spans)
+    ranks, order = index.trace_ranks(logs)
     exchanges = [o for o in observations if isinstance(o, Exchange)]
     exchanges.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.sort_ns))
     canon = _Canon()
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
-    executions, _joined = join_layers(executions, spans)
+    executions, _joined = join_layers(executions, index.parents)
     params = parameter_names(spans)
     cautions: list[str] = []
     executions = confirm(executions, evidence(exchanges, params, canon), cautions)
     exchanges = split_merged(exchanges, executions, canon, cautions)
-    exchanges = unwrap_user_messages(exchanges, spans)
+    inputs = given(index.invocations)
+    exchanges = unwrap_user_messages(exchanges, inputs)
     transcript = _Transcript(canon)
-    for exchange in _dedupe(exchanges, spans, canon):
+    for exchange in _dedupe(exchanges, index, canon):
         transcript.add(exchange, ranks.get(exchange.trace_id, 0))
     before = len(warnings)
     orphans = attach(transcript.calls(), executions, warnings, canon)
@@ -267,17 +254,16 @@ def _reconstruct(
     drop_control_calls(transcript.entries, control_calls)
 
     used = frozenset(o.span_id for o in observations if o.span_id)
-    cautions += [
-        c for c in (unused_tool_spans(spans, used, readers), unread_calls(exchanges, spans)) if c
-    ]
-    calls, decoded_by_call = _calls(transcript, spans, params, warnings)
+    unused = unused_tool_spans(spans, used, readers)
+    cautions += [c for c in (unused, unread_calls(exchanges, index.by_id)) if c]
+    calls, decoded_by_call = _calls(transcript, index, params, warnings)
     before = len(warnings)
     messages = sample_messages(transcript, decoded_by_call, warnings)
     cautions += warnings[before:]  # results left out: a call was made that could not be read
     first_user = next(
         (e.content for e in transcript.entries if e.role == "user" and e.content.strip()), None
     )
-    first_user = first_user_words(spans, first_user)
+    first_user = first_user_words(inputs, first_user)
     return Reconstruction(
         messages=tuple(messages),
         tool_calls=tuple(calls),

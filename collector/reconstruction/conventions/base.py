@@ -125,8 +125,13 @@ def norm_role(role: object) -> str:
     return ROLE_ALIASES.get(text, text or "user")
 
 
+_NOT_TEXT = frozenset({dict, list, tuple, int, float, bool, type(None)})
+
+
 def maybe_json(value: object) -> Any:
     """Parse a JSON string; return anything else (or unparseable text) unchanged."""
+    if type(value) in _NOT_TEXT:  # parsed values, read again and again by the readers
+        return value
     if type(value) is not str and isinstance(value, bytes | bytearray):
         value = bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, str):

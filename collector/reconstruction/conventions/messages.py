@@ -57,6 +57,7 @@ _RESULT_TYPES = frozenset(
     {"tool_call_response", "tool_result", "function_call_output", "function_response"}
 )
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+_ITEM_TYPES = _CALL_TYPES | _RESULT_TYPES  # a Responses API item's own types
 
 
 def read_messages(value: object) -> tuple[Message, ...]:
@@ -73,7 +74,7 @@ def _message_list(value: object, depth: int) -> list[Any]:
         if value and all(isinstance(maybe_json(v), list) for v in value):
             return [m for batch in value for m in _message_list(batch, depth + 1)]
         return list(value)
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return []
     for key in ("messages", "input_messages"):
         if key in value and not _is_message(value):
@@ -144,7 +145,7 @@ class _Reading:
         part = maybe_json(part)
         if isinstance(part, str):
             self.texts.append(part)
-        elif isinstance(part, Mapping):
+        elif type(part) is dict or isinstance(part, Mapping):
             self._block(part)
 
     def _block(self, part: Mapping[str, Any]) -> None:
@@ -162,7 +163,7 @@ class _Reading:
 
     def _request(self, part: Mapping[str, Any]) -> None:
         function = part.get("function")
-        source = function if isinstance(function, Mapping) else part
+        source = function if function is not None and isinstance(function, Mapping) else part
         arguments = _first(source, "arguments", "args", "input")
         self.call(source.get("name"), arguments, _id(part))
 
@@ -183,7 +184,7 @@ class _Reading:
     def tool_calls(self, value: object) -> None:
         for call in _list(value):
             call = maybe_json(call)
-            if isinstance(call, Mapping):
+            if type(call) is dict or isinstance(call, Mapping):
                 self._request(call)
 
 
@@ -209,19 +210,19 @@ def _list(value: object) -> list[Any]:
     value = maybe_json(value)
     if isinstance(value, list | tuple):
         return list(value)
-    return [value] if isinstance(value, Mapping) else []
+    return [value] if value is not None and isinstance(value, Mapping) else []
 
 
 def read_message(raw: object) -> list[Message]:
     """One message in any encoding above: a message, then the tool results it carries."""
     raw = maybe_json(raw)
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return []
     fields = _langchain(raw)
     if fields is not None and not fields:
         return []
     msg: Mapping[str, Any] = fields if fields is not None else raw
-    if msg.get("type") in _CALL_TYPES | _RESULT_TYPES and "role" not in msg:
+    if msg.get("type") in _ITEM_TYPES and "role" not in msg:
         return _item(msg)  # a Responses API item
     reading = _read_fields(msg)
     role = norm_role(msg.get("role"))
@@ -238,23 +239,32 @@ def read_message(raw: object) -> list[Message]:
 
 def _read_fields(msg: Mapping[str, Any]) -> _Reading:
     reading = _Reading()
+    # Each encoding uses few of these fields: an absent one is not read (messages are many).
     for key in ("parts", "content"):
-        value = maybe_json(msg.get(key)) if key == "parts" else msg.get(key)
+        value = msg.get(key)
+        if value is None:
+            continue
+        value = maybe_json(value) if key == "parts" else value
         if isinstance(value, list):
             for part in value:
                 reading.part(part)
         elif isinstance(value, str) and value:
             reading.texts.append(value)
     before = len(reading.calls)
-    reading.tool_calls(msg.get("tool_calls"))
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        reading.tool_calls(calls)
     if len(reading.calls) == before:
         extra = msg.get("additional_kwargs")
-        if isinstance(extra, Mapping):
+        if extra is not None and isinstance(extra, Mapping):
             reading.tool_calls(extra.get("tool_calls"))
-    function_call = maybe_json(msg.get("function_call"))
-    if len(reading.calls) == before and isinstance(function_call, Mapping):
-        reading.call(function_call.get("name"), function_call.get("arguments"), None)
-    _dedupe_calls(reading)
+    function_call = msg.get("function_call")
+    if function_call is not None:
+        function_call = maybe_json(function_call)
+        if len(reading.calls) == before and isinstance(function_call, Mapping):
+            reading.call(function_call.get("name"), function_call.get("arguments"), None)
+    if len(reading.calls) > 1:
+        _dedupe_calls(reading)
     return reading
 
 

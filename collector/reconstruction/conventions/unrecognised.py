@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from toolscore.storage.records import SpanRecord
 
@@ -42,20 +43,44 @@ def tool_like(span: SpanRecord) -> tuple[str, ...]:
 def runs_tool(span: SpanRecord) -> bool:
     """Whether one of :func:`tool_like`'s reasons is the name or a ``key=value`` (a key merely
     naming a tool, as an agent span's ``metadata.steps.0.tool.name``, is not enough), without
-    making the reasons (hot path: most keys are neither kind-like nor odd)."""
-    if _TOOL_WORD.search(span.name) and not _NOT_A_RUN.search(span.name):
+    making the reasons (hot path: each key is classified once, attribute keys recur)."""
+    if _tool_name(span.name):
         return True
     for key, value in span.attributes.items():
-        odd = "=" in key or key.startswith("name ")  # such a key reads as either reason
-        kind = _KIND_KEYS.search(key)
-        if not (kind or odd) or _NOT_A_RUN.search(key):
-            continue
-        if _TOOL_WORD.search(key):
-            if odd:
-                return True
-        elif kind and str(value).strip().lower() in _TOOL_VALUES:
+        what = _KEY_CLASS.get(key)
+        if what is None:
+            what = _classify(key)
+        if what == _ODD_TOOL_KEY:
+            return True
+        if what == _KIND_KEY and str(value).strip().lower() in _TOOL_VALUES:
             return True
     return False
+
+
+_OTHER_KEY, _ODD_TOOL_KEY, _KIND_KEY = 0, 1, 2
+_KEY_CLASS: dict[str, int] = {}
+_MAX_CLASSIFIED = 1 << 16  # keys are the senders' to choose: the memo stays bounded
+
+
+def _classify(key: str) -> int:
+    """What a key says of its span: a tool run by itself (an odd key naming a tool), maybe by
+    its value (a kind-like key), or nothing."""
+    odd = "=" in key or key.startswith("name ")  # such a key reads as either reason
+    kind = _KIND_KEYS.search(key)
+    if not (kind or odd) or _NOT_A_RUN.search(key):
+        what = _OTHER_KEY
+    elif _TOOL_WORD.search(key):
+        what = _ODD_TOOL_KEY if odd else _OTHER_KEY
+    else:
+        what = _KIND_KEY if kind else _OTHER_KEY
+    if len(_KEY_CLASS) < _MAX_CLASSIFIED:
+        _KEY_CLASS[key] = what
+    return what
+
+
+@lru_cache(maxsize=4096)
+def _tool_name(name: str) -> bool:
+    return bool(_TOOL_WORD.search(name)) and not _NOT_A_RUN.search(name)
 
 
 def unrecognised_warning(spans: Sequence[SpanRecord], readers: Mapping[str, str]) -> str | None:
