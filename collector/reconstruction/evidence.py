@@ -42,16 +42,38 @@ _METHOD_SUFFIX = re.compile(
 )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Evidence:
     """What the telemetry says of the tools: declared parameters, names offered or called, and
-    the keys of each call the model asked for."""
+    the keys of each call the model asked for. The model's calls and texts are gathered when
+    first asked for: most tool spans need no evidence (no wrapper, no method name)."""
 
-    parameters: Mapping[str, tuple[str, ...]]
-    asked: Mapping[str, list[frozenset[str]]]
-    # what the model wrote (text-protocol agents, DSPy's ReAct: the tool's name on a line of its
-    # own, its arguments as a JSON object): the model's own words name the call
-    texts: tuple[str, ...] = ()
+    __slots__ = ("_asked", "_canon", "_exchanges", "_texts", "parameters")
+
+    def __init__(
+        self,
+        parameters: Mapping[str, tuple[str, ...]],
+        exchanges: Sequence[Exchange],
+        canon: Canon,
+    ) -> None:
+        self.parameters = parameters
+        self._exchanges = exchanges
+        self._canon = canon
+        self._asked: dict[str, list[frozenset[str]]] | None = None
+        # what the model wrote (text-protocol agents, DSPy's ReAct: the tool's name on a line of
+        # its own, its arguments as a JSON object): the model's own words name the call
+        self._texts: tuple[str, ...] = ()
+
+    @property
+    def asked(self) -> Mapping[str, list[frozenset[str]]]:
+        if self._asked is None:
+            self._asked, self._texts = _gather(self._exchanges, self._canon)
+        return self._asked
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        if self._asked is None:
+            self._asked, self._texts = _gather(self._exchanges, self._canon)
+        return self._texts
 
     def known(self, name: str) -> bool:
         return name in self.parameters or name in self.asked or bool(self._said(name))
@@ -77,6 +99,12 @@ class Evidence:
 def evidence(
     exchanges: Sequence[Exchange], parameters: Mapping[str, tuple[str, ...]], canon: Canon
 ) -> Evidence:
+    return Evidence(parameters, exchanges, canon)
+
+
+def _gather(
+    exchanges: Sequence[Exchange], canon: Canon
+) -> tuple[dict[str, list[frozenset[str]]], tuple[str, ...]]:
     asked: dict[str, list[frozenset[str]]] = {}
     for exchange in exchanges:
         for message in exchange.outputs:
@@ -90,7 +118,7 @@ def evidence(
         for m in e.outputs
         if m.role == "assistant" and ("{" in m.content or "\n" in m.content)
     )
-    return Evidence(parameters, asked, texts)
+    return asked, texts
 
 
 _DECODER = json.JSONDecoder()
@@ -208,6 +236,9 @@ def split_merged(
     later history that gives them ids is the same calls)."""
     out: list[Exchange] = []
     for exchange in exchanges:
+        if not any(isinstance(c.arguments, str) for m in exchange.outputs for c in m.tool_calls):
+            out.append(exchange)  # only a text can hold several objects
+            continue
         outputs = tuple(
             _split_message(m, exchange, executions, canon, cautions) for m in exchange.outputs
         )

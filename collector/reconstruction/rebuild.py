@@ -53,9 +53,9 @@ from toolscore.collector.reconstruction.sample import sample_messages
 from toolscore.collector.reconstruction.span_index import SpanIndex
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
 from toolscore.collector.reconstruction.tool_runs import attach, decode_call, insert_orphans
+from toolscore.collector.reconstruction.transcript import Call, drop_control_calls
 from toolscore.collector.reconstruction.transcript import Canon as _Canon
 from toolscore.collector.reconstruction.transcript import Transcript as _Transcript
-from toolscore.collector.reconstruction.transcript import drop_control_calls
 from toolscore.storage.records import LogRecordData, SpanRecord
 
 __all__ = ["ReconstructedCall", "Reconstruction", "reconstruct"]
@@ -171,7 +171,6 @@ def _calls(
             warnings.append(f"call #{position} {call.name}: arguments {what}")
         where = call.execution or call
         orphan = call.execution is not None and call.span_id == call.execution.span_id
-        scope = index.scope_of(call.span_id) or index.scope_of(where.span_id)
         calls.append(
             ReconstructedCall(
                 position=position,
@@ -186,10 +185,15 @@ def _calls(
                 requested_in=None if orphan else call.span_id,
                 arguments_recorded=recorded,
                 rule=call.rule,
-                capture_hint=None if recorded else capture_hint(call.convention, scope),
+                capture_hint=None if recorded else _hint(call, where, index),
             )
         )
     return calls, decoded_by_call
+
+
+def _hint(call: Call, where: Call | ToolExecution, index: SpanIndex) -> str:
+    scope = index.scope_of(call.span_id) or index.scope_of(where.span_id)
+    return capture_hint(call.convention, scope)
 
 
 def reconstruct(

@@ -21,8 +21,8 @@ Key = tuple[str, str]  # (trace id, span id): span ids repeat across traces
 def is_invocation(span: SpanRecord) -> bool:
     """An agent's invocation span: it records the input as the agent was given it."""
     attrs = span.attributes
-    kind = str(attrs.get("openinference.span.kind") or "").upper()
-    return kind == "AGENT" or operation(attrs) in INVOCATIONS
+    kind = attrs.get("openinference.span.kind")
+    return (kind is not None and str(kind).upper() == "AGENT") or operation(attrs) in INVOCATIONS
 
 
 class SpanIndex:
