@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from toolscore.collector.pipeline.replaying import replayables
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
     DEFAULT_REFERENCE_KEY,
@@ -35,7 +36,7 @@ from toolscore.collector.reconstruction.conversation_keys import (
     reference_id_for,
     span_order,
 )
-from toolscore.collector.reconstruction.replay import ReplayPrints, replay_prints
+from toolscore.collector.reconstruction.replay import ReplayPrints
 from toolscore.storage.conversations.assignments import (
     ConversationTouch,
     TraceState,
@@ -48,7 +49,7 @@ from toolscore.storage.conversations.assignments import (
 )
 from toolscore.storage.conversations.replays import latest_tails, record_tails
 from toolscore.storage.database import Connection
-from toolscore.storage.records import SpanRecord
+from toolscore.storage.records import LogRecordData, SpanRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +78,14 @@ class _TraceInBatch:
     first_start_ns: int
     prints: ReplayPrints | None = None  # keyless traces, with the replay rule on
     replayed: bool = False  # ``named`` by the replay rule, not by a key
+    rooted: bool = False  # its root span is in the batch or stored: it may join by replay
 
 
 def _summarise(
     spans: Iterable[SpanRecord], log_trace_ids: Iterable[str], config: AssignConfig
-) -> list[_TraceInBatch]:
+) -> tuple[list[_TraceInBatch], dict[str, list[SpanRecord]], Collection[str]]:
+    """The batch's traces, the spans of those that name no conversation (with the replay rule
+    on: their fingerprints are taken by ``_with_prints``), and the traces with spans in it."""
     by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
     for span in spans:
         by_trace[span.trace_id].append(span)
@@ -91,6 +95,7 @@ def _summarise(
         out.append(_TraceInBatch(trace_id, None, None, None, 0))
     keys_of = config.conversation_keys
     ref_key = config.reference_key
+    keyless: dict[str, list[SpanRecord]] = {}
     for trace_id, trace_spans in by_trace.items():
         ordered = sorted(trace_spans, key=span_order)
         root = next((s.span_id for s in ordered if not s.parent_span_id), None)
@@ -99,7 +104,8 @@ def _summarise(
         present = set().union(*[s.attributes for s in ordered], *resources.values())
         keys = present_keys(keys_of, present)
         named = (conversation_id_for_trace(ordered, keys, True) or None) if keys else None
-        replaying = named is None and config.replay_window_s > 0
+        if named is None and config.replay_window_s > 0:
+            keyless[trace_id] = ordered
         out.append(
             _TraceInBatch(
                 trace_id=trace_id,
@@ -109,9 +115,36 @@ def _summarise(
                 if ref_key in present
                 else None,
                 first_start_ns=ordered[0].start_ns,
-                prints=replay_prints(ordered) if replaying else None,
             )
         )
+    return out, keyless, by_trace.keys()
+
+
+def _with_prints(
+    conn: Connection,
+    traces: list[_TraceInBatch],
+    keyless: dict[str, list[SpanRecord]],
+    spanned: Collection[str],
+    logs: Sequence[LogRecordData],
+    numbered: Collection[str],
+) -> list[_TraceInBatch]:
+    """The replay rule's fingerprints of the keyless traces, their spans and the log records
+    carrying their messages read together (``replaying``)."""
+    found = replayables(conn, keyless, logs, numbered, spanned)
+    if not found:
+        return traces
+    out = []
+    for t in traces:
+        r = found.get(t.trace_id)
+        if r is not None:
+            t = dataclasses.replace(
+                t,
+                prints=r.prints,
+                rooted=r.root_span_id is not None,
+                root_span_id=t.root_span_id or r.root_span_id,
+                first_start_ns=t.first_start_ns or r.first_start_ns,
+            )
+        out.append(t)
     return out
 
 
@@ -123,13 +156,18 @@ def assign_spans(
     config: AssignConfig,
     log_trace_ids: Iterable[str] = (),
     numbered: Collection[str] = frozenset(),
+    logs: Sequence[LogRecordData] = (),
 ) -> AssignResult:
     """Record the conversations of ``spans`` (one ingest batch) in the caller's transaction;
     ``numbered``: the traces it numbered (``storage.telemetry.traces.Numbered.new``), not looked
-    up."""
-    traces = _summarise(spans, log_trace_ids, config)
+    up; ``logs``: the batch's log records (their traces count as activity, and those carrying
+    a model call's messages take part in the replay rule)."""
+    log_ids = [*log_trace_ids, *(g.trace_id for g in logs if g.trace_id)]
+    traces, keyless, spanned = _summarise(spans, log_ids, config)
     if not traces:
         return AssignResult(0, 0, 0)
+    if config.replay_window_s > 0:
+        traces = _with_prints(conn, traces, keyless, spanned, logs, numbered)
     # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
     # row (locked if it may still move) and the plan below decides whether it moves.
     since_ns = received_at_ns - int(config.replay_window_s * 1e9)
@@ -156,7 +194,8 @@ def _join_replays(
     """Keyless traces whose model input replays the state a conversation was left in (stored,
     or left by an earlier trace of this batch) join that conversation: the longest replayed
     state wins, then the latest conversation left in it. Only a trace whose root span is in the
-    batch joins: children are exported before their root, which may still name a conversation.
+    batch, or stored (its log records came after it), joins: children are exported before their
+    root, which may still name a conversation.
     A keyless conversation named since (its first trace moved) is joined where it went."""
     prefixes = [p for t in traces if t.prints is not None for p in t.prints.prefixes]
     if not prefixes:
@@ -170,7 +209,7 @@ def _join_replays(
         prints = t.prints
         if prints is not None:
             found = next((c for p in prints.prefixes if (c := left.get(p) or stored.get(p))), None)
-            if found is not None and found != t.trace_id and t.root_span_id is not None:
+            if found is not None and found != t.trace_id and t.rooted:
                 t = dataclasses.replace(t, named=found, replayed=True)
             left.update(dict.fromkeys(prints.tails, t.named or t.trace_id))
         out.append(t)

@@ -38,8 +38,8 @@ class ConversationHook:
             batch.spans,
             received_at_ns=now,
             config=self.config,
-            log_trace_ids=[r.trace_id for r in batch.logs if r.trace_id],
             numbered=batch.numbered,
+            logs=batch.logs,
         )
         if result.conversations and self._notify is not None:
             self._notify(now + self.timing.idle_ns)

@@ -23,6 +23,7 @@ from toolscore.collector.pipeline.not_evaluated import mark_not_evaluated, unrec
 from toolscore.collector.reconstruction.control_calls import DEFAULT as DEFAULT_CONTROL
 from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.collector.reconstruction.rebuild import ReconstructedCall, reconstruct
+from toolscore.collector.reconstruction.replay import replays_unjoined
 from toolscore.scorer import SampleError, ScoringConfig, parse_sample
 from toolscore.storage.conversations.reading import ScoringHead
 from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
@@ -215,7 +216,8 @@ def _compute_one(
     # why the calls may be wrong: spans that look like tool runs when none was rebuilt, the
     # reconstruction's cautions (collector/reconstruction/cautions.py), the match's own
     unrecognised = rec.unrecognised if not calls else None
-    warnings = [w for w in (unrecognised, *rec.cautions, found and found.warning) if w]
+    midway = replays_unjoined(row.id, spans, logs) if found is not None else None
+    warnings = [w for w in (unrecognised, *rec.cautions, found and found.warning, midway) if w]
     warning = _text_or_none(_bounded("; ".join(warnings))) if warnings else None
     common: dict[str, Any] = {
         "first_user_message": first,

@@ -8,7 +8,9 @@ text and the calls they ask for (name and arguments, not ids); a state counts on
 holds a model output (a shared first question alone is no evidence), and only a trace's first
 model call can continue another conversation: its later calls replay the trace's own states, so
 identical runs of one scripted conversation (each a trace of several model calls) stay apart.
-Pure: the pipeline stores and looks up the fingerprints.
+A model call's messages count wherever the instrumentation put them: on its span, or only in log
+records of that span (Semantic Kernel's native diagnostics), which the pipeline gathers for the
+trace however they arrived. Pure: the pipeline stores and looks up the fingerprints.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from dataclasses import dataclass
 
 from toolscore.collector.reconstruction.conventions import Exchange, Message, extract_observations
 from toolscore.collector.reconstruction.transcript import Canon
-from toolscore.storage.records import SpanRecord
+from toolscore.storage.records import LogRecordData, SpanRecord
 
-__all__ = ["ReplayPrints", "replay_prints"]
+__all__ = ["ReplayPrints", "carries_messages", "replay_prints"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +52,20 @@ def _chain(messages: Sequence[Message], canon: Canon) -> list[str]:
     return out
 
 
-def replay_prints(spans: Sequence[SpanRecord]) -> ReplayPrints:
-    """The fingerprints of the model calls in ``spans`` (one trace). Never raises."""
+def carries_messages(logs: Sequence[LogRecordData]) -> bool:
+    """Whether ``logs`` hold messages of a model call (a model input or output). Never raises."""
     try:
-        observations, _ = extract_observations(spans)
+        observations, _ = extract_observations((), logs)
+    except Exception:
+        return False
+    return any(isinstance(o, Exchange) and (o.inputs or o.outputs) for o in observations)
+
+
+def replay_prints(spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()) -> ReplayPrints:
+    """The fingerprints of the model calls in ``spans`` (one trace) and the log records carrying
+    their messages. Never raises."""
+    try:
+        observations, _ = extract_observations(spans, logs)
     except Exception:  # a trace it cannot read joins nothing
         return ReplayPrints()
     canon = Canon()
@@ -74,3 +86,22 @@ def replay_prints(spans: Sequence[SpanRecord]) -> ReplayPrints:
                 prefixes.append((length, chain[length - 1]))
     prefixes.sort(key=lambda p: -p[0])
     return ReplayPrints(tuple(dict.fromkeys(tails)), tuple(dict.fromkeys(p for _, p in prefixes)))
+
+
+def replays_unjoined(
+    conversation_id: str, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()
+) -> str | None:
+    """Why a conversation with no key (keyed by its first trace) may be only the end of one: its
+    first model call's input already replays model output, which no conversation here was left
+    with when it arrived. None when it has a key or starts at its beginning. Never raises."""
+    first = [s for s in spans if s.trace_id == conversation_id]
+    if not first:
+        return None  # a key names it
+    replayed = replay_prints(first, [g for g in logs if g.trace_id == conversation_id]).prefixes
+    if not replayed:
+        return None
+    return (
+        "no key, and the first model call replays earlier turns that no conversation had ended "
+        "with when it arrived: they may be scored as another conversation (they came later, or "
+        "ended over --replay-window ago); this score sees them only as its history shows them"
+    )

@@ -167,7 +167,7 @@ def save_requests(
     note: str,
     expected: Iterable[Mapping[str, Any]],
     conversation_id: str | None,
-    reference_id: str,
+    reference_id: str | None,
     user_input: str,
     recorded_with: Mapping[str, str],
     turns: Sequence[Sequence[Sequence[str]]] | None = None,

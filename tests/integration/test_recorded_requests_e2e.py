@@ -79,6 +79,7 @@ RECORDINGS = {
     "openai-agents-mcp",
     "pydantic-ai-mcp",
     "semantic-kernel-agent",
+    "semantic-kernel-agent-keyless",
     "semantic-kernel-agent-streaming",
     "vercel-ai7",
     "vercel-ai7-streaming",
@@ -98,6 +99,7 @@ def _cases() -> list[Any]:
 def expectation(recording: RequestRecording, style: str) -> ExpectationData:
     calls = recording.expected
     if style == "reference_id":
+        assert recording.reference_id is not None
         return ExpectationData(id=recording.reference_id, reference_tool_calls=calls)
     key = "conversation_id" if style == "conversation_id" else "user_input"
     value = recording.conversation_id if style == "conversation_id" else recording.user_input
@@ -213,6 +215,8 @@ def test_recording_rebuilds_exactly_through_serve(db_url: str, name: str, style:
     recording = load_requests(name)
     if style == "conversation_id" and recording.conversation_id is None:
         pytest.skip(f"{name}: the framework exports no session id")
+    if style == "reference_id" and recording.reference_id is None:
+        pytest.skip(f"{name}: the app sets no reference id")
     wanted = expectation(recording, style)
     import_refs(db_url, wanted)
     with pipeline_server(db_url) as srv:  # the defaults: a first-contact user's
@@ -234,7 +238,8 @@ def test_recording_keeps_what_it_expects(name: str) -> None:
     assert [c["args"] for c in recording.expected] == [c["args"] for c in fc.EXPECTED]
     assert recording.user_input == fc.QUESTION_1
     carried = json.dumps(recording.requests)
-    assert json.dumps(recording.reference_id) in carried
+    if recording.reference_id is not None:
+        assert json.dumps(recording.reference_id) in carried
     if recording.conversation_id is not None:
         assert json.dumps(recording.conversation_id) in carried
 
@@ -251,6 +256,12 @@ ARRIVALS = [
     ("semantic-kernel-agent", 7, "logs-first", "recorded", 0.3),
     ("semantic-kernel-agent-streaming", 8, "interleaved", "recorded", 0.6),
     ("semantic-kernel-agent-streaming", 9, "spans-first", "equal", 0.5),
+    # no key: each turn a trace, joined by replaying the history its log records carry
+    ("semantic-kernel-agent-keyless", 10, "logs-first", "recorded", 1.0),
+    ("semantic-kernel-agent-keyless", 11, "spans-first", "equal", 1.0),
+    ("semantic-kernel-agent-keyless", 12, "interleaved", "zero", 1.0),
+    ("semantic-kernel-agent-keyless", 13, "interleaved", "recorded", 0.5),
+    ("semantic-kernel-agent-keyless", 14, "spans-first", "recorded", 0.4),
 ]
 
 
@@ -266,13 +277,20 @@ def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
     whenever a batch fills: the same records and spans, shuffled and cut into requests of three
     (records before, after or among the spans; their clocks as recorded, all equal, or only the
     observed time; some sent after the conversation was first scored, which must not have
-    ended in error), give the transcript of the whole recording at once."""
+    ended in error), give the transcript of the whole recording at once. Without a key (each turn
+    a trace, matched by its first question) the records of each signal keep their order, as an
+    app's exporter sends one turn after the other."""
     recording = load_requests(name)
     whole = reconstruct(*records(recording.requests))
-    requests = shuffled_and_split(recording.requests, seed, 3, order=order, clock=clock)
+    keyless = recording.reference_id is None
+    requests = shuffled_and_split(
+        recording.requests, seed, 3, order=order, clock=clock, in_order=keyless
+    )
     assert len(requests) > len(recording.requests)
     cut = round(len(requests) * early)
-    import_refs(db_url, expectation(recording, "reference_id"))
+    import_refs(db_url, expectation(recording, "user_input" if keyless else "reference_id"))
+    spans, _logs = records(recording.requests)
+    named = recording.conversation_id or min(spans, key=lambda s: s.start_ns).trace_id
     calls = [{"name": c.name, "args": c.arguments} for c in whole.tool_calls]
     with pipeline_server(db_url) as srv:
         send_requests(srv.http_url, requests[:cut])
@@ -287,7 +305,7 @@ def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
                 transcript(db_url, rows[0]["id"]),
                 stored_calls(db_url, rows[0]),
             )
-            want = ([recording.conversation_id], [dict(m) for m in whole.messages], calls)
+            want = ([named], [dict(m) for m in whole.messages], calls)
             if now == want or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

@@ -45,6 +45,7 @@ def engine(migrated_sqlite_url: str) -> Iterator[Engine]:
 def _store(engine: Engine, name: str) -> None:
     recording = load_requests(name)
     spans, logs = records(recording.requests)
+    assert recording.reference_id is not None
     with engine.begin() as conn:
         import_expectations(
             conn,
