@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import threading
 from binascii import b2a_base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
 
@@ -140,6 +140,15 @@ class ContentBatch:
         self._new: dict[Key, bytes] = {}  # piece -> its UTF-8, to compress and store
         self._keys: dict[Key, None] = {}  # every piece referenced
         self._refs: dict[tuple[int, str], dict[str, str]] = {}  # (day, text) -> reference
+        self._referrers: dict[int, Callable[[str], dict[str, str]]] = {}
+
+    def referrer(self, day_ns: int) -> Callable[[str], dict[str, str]]:
+        """:meth:`ref` for ``day_ns`` as a one-argument function (one per day, not per span)."""
+        found = self._referrers.get(day_ns)
+        if found is None:
+            ref = self.ref
+            found = self._referrers[day_ns] = lambda text: ref(text, day_ns)
+        return found
 
     def ref(self, text: str, day_ns: int, cut: bool = True) -> dict[str, str]:
         """``text``'s tagged reference, its pieces kept for storing under ``day_ns``; not

@@ -76,7 +76,7 @@ def attributes_to_json(
             break
         kind = type(value)
         if kind is str:
-            if "\x00" in value or len(value) >= long:
+            if len(value) >= long or "\x00" in value:  # a long value is not scanned for NUL
                 break
         elif kind is int or kind is bool:
             continue
@@ -163,10 +163,7 @@ def span_values(
     if resource_json is None:
         resource_json = _resource_json(resource, compress, contents, day)
         cache[(id(resource), day)] = resource_json
-    ref: Ref | None = None
-    if contents is not None:
-        collect = contents.ref
-        ref = lambda text: collect(text, day)  # noqa: E731
+    ref = None if contents is None else contents.referrer(day)
     return (
         span.trace_id,
         span.span_id,
