@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from toolscore.collector.pipeline.rejoin import HEAD, heads, taken, waited, waiting
 from toolscore.collector.pipeline.replaying import replayables
 from toolscore.collector.reconstruction.conversation_keys import (
     DEFAULT_CONVERSATION_KEYS,
@@ -171,37 +172,73 @@ def assign_spans(
     # Proposed: the named conversation, else the trace's own; a trace already assigned keeps its
     # row (locked if it may still move) and the plan below decides whether it moves.
     since_ns = received_at_ns - int(config.replay_window_s * 1e9)
-    traces = _join_replays(conn, traces, since_ns)
-    states = claim_traces(conn, {t.trace_id: t.named or t.trace_id for t in traces}, numbered)
+    # one look-up: the states the traces replay, and conversations waiting for those they leave
+    prefixes = [p for t in traces if t.prints is not None for p in t.prints.prefixes]
+    left = waited(tail for t in traces if t.prints is not None for tail in t.prints.tails)
+    found = latest_tails(conn, [*prefixes, *left], since_ns) if prefixes or left else {}
+    traces = _join_replays(conn, traces, found)
+    waits = waiting(conn, found, {t.trace_id for t in traces})
+    proposed = {t.trace_id: t.named or t.trace_id for t in traces}
+    proposed.update((w, w) for w in waits.values() if w not in proposed)  # locked with them
+    states = claim_traces(conn, proposed, numbered)
     plan = _plan(traces, states, _joined_elsewhere(conn, traces, states))
     move_traces(conn, plan.moves, with_joined=config.replay_window_s > 0)
     leave_conversations(conn, plan.left)
     upsert_conversations(conn, plan.touched, received_at_ns)
-    tails = {
-        tail: plan.moves.get(t.trace_id, states[t.trace_id].conversation_id)
-        for t in traces
-        if t.prints is not None
-        for tail in t.prints.tails
-    }
-    record_tails(conn, tails, received_at_ns, since_ns)
+    if config.replay_window_s > 0:
+        _record_states(conn, traces, states, plan, waits, received_at_ns, since_ns)
     new = sum(1 for s in states.values() if s.inserted)
     return AssignResult(len(plan.touched), new, len(plan.moves))
 
 
+def _record_states(
+    conn: Connection,
+    traces: Sequence[_TraceInBatch],
+    states: dict[str, TraceState],
+    plan: _Plan,
+    waits: dict[str, str],
+    received_at_ns: int,
+    since_ns: int,
+) -> None:
+    """Record the states the keyless traces leave, and the heads of those that continue a
+    conversation not seen yet; a conversation waiting for a state left now is taken in
+    (``rejoin``)."""
+    conversation_of = {
+        t.trace_id: plan.moves.get(t.trace_id, states[t.trace_id].conversation_id) for t in traces
+    }
+    tails: dict[str, str] = {}
+    waiting_rows: dict[str, str] = {}
+    for t in traces:
+        if t.prints is None:
+            continue
+        tails.update(dict.fromkeys(t.prints.tails, conversation_of[t.trace_id]))
+        if t.rooted and not t.replayed and conversation_of[t.trace_id] == t.trace_id:
+            waiting_rows.update(heads(t.prints.prefixes, t.trace_id))
+    record_tails(conn, {**tails, **waiting_rows}, received_at_ns, since_ns)
+    takes = taken(waits, tails, states)
+    if takes:
+        move_traces(conn, takes, with_joined=True)
+        touches = [
+            ConversationTouch(c, states[w].last_trace_id or w, None, states[w].reference_id)
+            for w, c in takes.items()
+        ]
+        upsert_conversations(conn, touches, received_at_ns)
+
+
 def _join_replays(
-    conn: Connection, traces: list[_TraceInBatch], since_ns: int
+    conn: Connection, traces: list[_TraceInBatch], stored: dict[str, str]
 ) -> list[_TraceInBatch]:
     """Keyless traces whose model input replays the state a conversation was left in (stored,
     or left by an earlier trace of this batch) join that conversation: the longest replayed
     state wins, then the latest conversation left in it. Only a trace whose root span is in the
     batch, or stored (its log records came after it), joins: children are exported before their
     root, which may still name a conversation.
-    A keyless conversation named since (its first trace moved) is joined where it went."""
-    prefixes = [p for t in traces if t.prints is not None for p in t.prints.prefixes]
-    if not prefixes:
+    A keyless conversation named since (its first trace moved) is joined where it went.
+    ``stored``: state -> the conversation most recently left in it (``latest_tails``)."""
+    stored = {p: c for p, c in stored.items() if not p.startswith(HEAD)}
+    if not any(t.prints is not None and t.prints.prefixes for t in traces):
         return traces
-    stored = latest_tails(conn, prefixes, since_ns)
-    went = conversations_of(conn, sorted(set(stored.values())))
+    went = conversations_of(conn, sorted(set(stored.values()))) if stored else {}
     stored = {p: went.get(c) or c for p, c in stored.items()}
     left: dict[str, str] = {}  # by this batch's earlier traces
     out: list[_TraceInBatch] = []

@@ -117,15 +117,13 @@ def shuffled_and_split(
     *,
     order: str,
     clock: str = "recorded",
-    in_order: bool = False,
 ) -> list[dict[str, Any]]:
     """The same spans and log records in other requests: each signal's items shuffled and cut
     into requests of ``size`` items (each keeping its resource and scope), the logs' requests
     before the spans' (``logs-first``), after them (``spans-first``) or mixed with them
     (``interleaved``). ``clock``: the log records keep their times (``recorded``), all share one
     time (``equal``: a coarse clock), or have none (``zero``: only the observed time, as the OTel
-    SDK sends a record whose emitter set no timestamp). ``in_order``: each signal's items keep
-    their order, only cut (an app's exporter sends a trace's records after the earlier trace's)."""
+    SDK sends a record whose emitter set no timestamp)."""
     rng = random.Random(seed)
     by_signal: dict[str, list[dict[str, Any]]] = {"traces": [], "logs": []}
     for request in requests:
@@ -135,8 +133,7 @@ def shuffled_and_split(
             by_signal[signal].append(_single(signal, resource, scope, item))
     out: dict[str, list[dict[str, Any]]] = {}
     for signal, singles in by_signal.items():
-        if not in_order:
-            rng.shuffle(singles)
+        rng.shuffle(singles)
         out[signal] = [_merge(signal, singles[i : i + size]) for i in range(0, len(singles), size)]
     if order == "interleaved":
         merged, logs, traces = [], out["logs"][::-1], out["traces"][::-1]

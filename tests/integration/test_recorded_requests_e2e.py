@@ -278,14 +278,11 @@ def test_shuffled_and_split_log_records_rebuild_the_same_transcript(
     (records before, after or among the spans; their clocks as recorded, all equal, or only the
     observed time; some sent after the conversation was first scored, which must not have
     ended in error), give the transcript of the whole recording at once. Without a key (each turn
-    a trace, matched by its first question) the records of each signal keep their order, as an
-    app's exporter sends one turn after the other."""
+    a trace, matched by its first question) too: the later turn's records may come first."""
     recording = load_requests(name)
     whole = reconstruct(*records(recording.requests))
     keyless = recording.reference_id is None
-    requests = shuffled_and_split(
-        recording.requests, seed, 3, order=order, clock=clock, in_order=keyless
-    )
+    requests = shuffled_and_split(recording.requests, seed, 3, order=order, clock=clock)
     assert len(requests) > len(recording.requests)
     cut = round(len(requests) * early)
     import_refs(db_url, expectation(recording, "user_input" if keyless else "reference_id"))

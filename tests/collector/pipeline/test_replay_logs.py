@@ -4,7 +4,8 @@ Semantic Kernel's native diagnostics (recording semantic-kernel-agent-keyless: t
 span around its turns, so each turn is a trace with no key) put a model call's messages only in
 log records of its span. The two turns make one conversation whether the log records are stored
 with, before or after their spans, in requests of their own; a turn stored alone, whose first
-model call replays the turn before it, is scored with a warning that says so.
+model call replays the turn before it, is scored with a warning that says so until the turn
+before it arrives and takes it in.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def _turns() -> list[Batch]:
     return turns
 
 
-def _ingest(engine: Engine, batches: Sequence[Batch], window_s: float = 3600) -> None:
+def _ingest(
+    engine: Engine, batches: Sequence[Batch], window_s: float = 3600, first_at_s: int = 1
+) -> None:
     for i, (spans, logs) in enumerate(batches):
-        at = (i + 1) * S
+        at = (first_at_s + i) * S
         with engine.begin() as conn:
             numbered = store_telemetry(conn, prepare_telemetry(spans, logs, at))
             config = AssignConfig(replay_window_s=window_s)
@@ -136,20 +139,42 @@ def _score(engine: Engine, conversation_id: str) -> ScoreOutcome:
 WARNED = "the first model call replays earlier turns"
 
 
-@pytest.mark.parametrize("window_s", [3600, 0])
-def test_a_turn_that_could_not_be_joined_is_scored_with_a_warning(
-    engine: Engine, window_s: float
-) -> None:
-    """The second turn stored before the first (another server, a late export), or with the rule
-    off: its first model call replays the first turn, which it was not joined to. Its score is
-    given, and says it sees the earlier turn only as its history shows it."""
+def _late(order: str) -> list[Batch]:
+    (first_spans, first_logs), second = _turns()
+    if order == "the later turn first":
+        return [second, (first_spans, first_logs)]
+    # the first turn's spans, the second turn whole, then the first turn's log records
+    return [(first_spans, []), second, ([], first_logs)]
+
+
+@pytest.mark.parametrize("order", ["the later turn first", "the first turn's records last"])
+def test_a_turn_stored_before_the_one_it_continues_waits_for_it(engine: Engine, order: str) -> None:
+    """The second turn arrives before the state of the first (another server, a late export):
+    until then it is its own conversation, scored with a warning that says what it lacks; when
+    the first turn's state arrives the first turn takes it in, and the one conversation scores
+    exactly with no warning."""
+    batches = _late(order)
+    _ingest(engine, batches[:-1])
+    second = batches[-2][0][0].trace_id
+    alone = _score(engine, second)
+    assert alone.status == "scored" and alone.warning is not None and WARNED in alone.warning
+    _ingest(engine, batches[-1:], first_at_s=len(batches))
+    first = _turns()[0][0][0].trace_id
+    assert _conversations(engine) == [first]
+    outcome = _score(engine, first)
+    assert outcome.status == "scored" and outcome.warning is None
+    assert dict(outcome.scores) == {"tool_call_accuracy": 1.0, "tool_call_f1": 1.0}
+
+
+def test_with_the_rule_off_a_later_turn_alone_is_scored_with_a_warning(engine: Engine) -> None:
+    """With no join the second turn's conversation says it may be only the end of one; the
+    first turn's starts at its beginning (what that one lacks: docs/receiver.md)."""
     first, second = _turns()
-    _ingest(engine, [second, first], window_s)
+    _ingest(engine, [second, first], window_s=0)
     assert len(_conversations(engine)) == 2
     alone = _score(engine, second[0][0].trace_id)
     assert alone.status == "scored" and alone.warning is not None and WARNED in alone.warning
-    opening = _score(engine, first[0][0].trace_id)
-    assert opening.warning is None  # it starts at the beginning (what it lacks: docs)
+    assert _score(engine, first[0][0].trace_id).warning is None
 
 
 def test_a_conversation_that_starts_at_its_beginning_has_no_such_warning(engine: Engine) -> None:
