@@ -21,7 +21,8 @@ statements), commit, other (the rest of the round: connections, Python glue).
 
 ``--baseline REF_OR_DIR`` measures another tree side by side (a git ref is extracted with
 ``git archive`` into a temporary directory), alternating which goes first; it runs with this
-venv's packages::
+venv's packages and this tree's child, so the other tree must have this one's module paths (for
+an older layout, run that tree's own script)::
 
     python benchmarks/bench_scoring_round.py --conversations 4000 --runs 5 --baseline main \\
         [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/scorecpu_bench]
