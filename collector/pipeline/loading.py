@@ -4,8 +4,9 @@ Span counts size a conversation before it is loaded, its bytes only once it is: 
 stored as compressed pieces (``storage.telemetry.contents``), so a stored row says little about
 the text it decodes to. A part bounded in bytes is therefore loaded a group of conversations at
 a time (at most ``GROUP_SPANS`` spans a group, a bigger conversation alone in its group) and
-stops taking groups once the text decoded so far reaches the budget; the conversations of the
-groups not loaded are left for the caller's next part.
+stops taking groups once the text read so far reaches the budget (spans: the text of their rows
+and the long strings their references stand for, counted as they are decoded; log records:
+their strings); the conversations of the groups not loaded are left for the caller's next part.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Telemetry:
     logs: dict[str, list[LogRecordData]]
     pruned: dict[str, Carried]
     left: tuple[str, ...] = ()
-    text_chars: int = 0  # characters of text decoded (counted with a budget only)
+    text_chars: int = 0  # characters of text read (counted with a budget only)
 
 
 def load_telemetry(
@@ -87,13 +88,14 @@ def load_within(
         if budget_chars is not None and loaded and chars >= budget_chars:
             break
         trace_ids = sorted(t for cid in group for t in traces_of[cid])
-        for span in load_spans(conn, trace_ids, after, batch_rows=batch_rows):
+        tally = [0]
+        for span in load_spans(conn, trace_ids, after, batch_rows=batch_rows, tally=tally):
             spans[trace_conv[span.trace_id]].append(span)
-            chars += span_chars(span) if budget_chars is not None else 0
         for log in load_logs(conn, trace_ids, after):
             if log.trace_id in trace_conv:
                 logs[trace_conv[log.trace_id]].append(log)
                 chars += log_chars(log) if budget_chars is not None else 0
+        chars += tally[0] if budget_chars is not None else 0
         loaded += 1
     left = tuple(cid for group in groups[loaded:] for cid in group)
     skipped = set(left)
@@ -112,16 +114,6 @@ def _groups(order: Sequence[str], counts: Mapping[str, int]) -> list[list[str]]:
         groups[-1].append(conv_id)
         spans += n
     return groups
-
-
-def span_chars(span: SpanRecord) -> int:
-    """Characters of text ``span`` holds (its strings and bytes: what grows with messages)."""
-    n = len(span.name) + len(span.status_message) + _text(span.attributes.values())
-    for event in span.events:
-        n += len(event.name) + _text(event.attributes.values())
-    for link in span.links:
-        n += _text(link.attributes.values())
-    return n
 
 
 def log_chars(log: LogRecordData) -> int:

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
+from toolscore.storage.plumbing.row_lists import in_json_list
 from toolscore.storage.plumbing.turns import write_turn
 
 
@@ -377,7 +378,7 @@ def in_ids(dialect: Dialect, column: ColumnElement[Any], name: str = "ids") -> C
     placeholder per item, a new text per length). SQLite: an expanding ``IN``."""
     if dialect.name == "postgresql":
         return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
-    return column.in_(bindparam(name, expanding=True))
+    return in_json_list(column, name)
 
 
 def utc_day(dialect: Dialect, column: ColumnElement[Any]) -> ColumnElement[Any]:

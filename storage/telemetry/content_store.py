@@ -91,8 +91,8 @@ def _fetch(conn: Connection, keys: set[Key], into: dict[Key, str]) -> None:
     statement = _pieces_of(conn.dialect)
     for day, hashes in by_day.items():
         for chunk in chunks(sorted(hashes)):
-            for h, data in conn.execute(statement, {"day": day, "ids": chunk}):
-                into[(day, h)] = decompress(data)
+            rows = conn.execute(statement, {"day": day, "ids": chunk}).fetchall()
+            into.update([((day, h), decompress(data)) for h, data in rows])
 
 
 # --- retention -------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ GROUP_ENDS = frozenset("ABCDEFGH")
 
 _CUT = re.compile(r"\}(?=\s*(?:,\s*\{|\]))")
 _REF = re.compile(r'"\$zrefs":\s*"(\d+):(\d+):([A-Za-z0-9_-]*)"')
+_ENCODED = re.compile(r"(\d+):(\d+):([A-Za-z0-9_-]*)")
 
 Key = tuple[int, str]  # (day_ns, hash)
 Reference = tuple[int, str, int]  # (day_ns, hash, levels): levels > 1 is a group of hashes
@@ -208,6 +209,16 @@ def references(json_texts: Iterable[str]) -> set[Reference]:
     return out
 
 
+def referred(encoded: str) -> list[Reference]:
+    """The pieces a ``$zrefs`` value names (none when it is not one: it then fails to resolve)."""
+    found = _ENCODED.fullmatch(encoded)
+    if found is None:
+        return []
+    day, levels, hashes = found.groups()
+    day_ns, level = int(day) * DAY_NS, int(levels)
+    return [(day_ns, h, level) for h in split(hashes)]
+
+
 def children(reference: Reference, texts: Mapping[Key, str]) -> list[Reference]:
     """What a group (levels > 1) refers to, from its stored text."""
     day, h, levels = reference
@@ -226,6 +237,19 @@ def resolve(encoded: str, texts: Mapping[Key, str]) -> str:
     """The string a ``$zrefs`` value stands for, from the pieces' ``texts``."""
     day, levels, hashes = encoded.split(":")
     return _joined(int(day) * DAY_NS, int(levels), hashes, texts)
+
+
+def resolved_chars(encoded: str, texts: Mapping[Key, str]) -> int:
+    """The length of the string a ``$zrefs`` value stands for (without joining it)."""
+    day, levels, hashes = encoded.split(":")
+    return _length(int(day) * DAY_NS, int(levels), hashes, texts)
+
+
+def _length(day_ns: int, levels: int, hashes: str, texts: Mapping[Key, str]) -> int:
+    parts = [texts[(day_ns, h)] for h in split(hashes)]
+    if levels == 1:
+        return sum(map(len, parts))
+    return sum(_length(day_ns, levels - 1, part, texts) for part in parts)
 
 
 def _joined(day_ns: int, levels: int, hashes: str, texts: Mapping[Key, str]) -> str:

@@ -203,6 +203,7 @@ def load_spans(
     after_ns: Mapping[str, int] | None = None,
     *,
     batch_rows: int | None = None,
+    tally: list[int] | None = None,
 ) -> list[SpanRecord]:
     """Every stored span of ``trace_ids``, ordered by trace, start time, then span id.
 
@@ -211,10 +212,15 @@ def load_spans(
     streamed from the database that many at a time and decoded as they come (a huge
     conversation: only one batch of raw rows in memory, and no long pause between statements
     of the transaction); otherwise each chunk of traces is fetched whole (the scoring hot
-    path: one driver call per chunk)."""
+    path: one driver call per chunk). ``tally[0]``: the characters read are added to it
+    (``row_decode.decode_spans``)."""
     out: list[SpanRecord] = []
     resources: dict[str, Any] = {}
     texts: dict[Key, str] = {}
+
+    def fetch(refs: set[Reference]) -> None:
+        fetch_contents(conn, refs, texts)
+
     for chunk in chunks(dict.fromkeys(trace_ids)):
         parts: Iterable[Sequence[Any]]
         if batch_rows is None:
@@ -225,20 +231,9 @@ def load_spans(
         for rows in parts:
             if after_ns:
                 rows = [r for r in rows if r[-1] > after_ns.get(r[0], -1)]
-            fetch_contents(conn, _references(rows), texts)
-            out.extend(decode_spans(rows, resources, texts))
+            out.extend(decode_spans(rows, resources, texts, fetch, tally))
     out.sort(key=lambda s: (s.trace_id, s.start_ns, s.span_id))
     return out
-
-
-_REFERRING = [
-    SPAN_READ_COLUMNS.index(c) for c in ("attributes", "resource_attributes", "events", "links")
-]
-
-
-def _references(rows: Sequence[Sequence[Any]]) -> set[Reference]:
-    """The stored pieces ``rows`` (of :func:`_spans_of`) refer to."""
-    return references(row[i] for row in rows for i in _REFERRING)
 
 
 def load_resource(conn: Connection, value: Any) -> dict[str, Any]:
