@@ -12,7 +12,7 @@ never counts on its own.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from toolscore.collector.reconstruction.conventions import ToolExecution
 
@@ -60,12 +60,17 @@ def _nearest_tool_ancestor(
 
 
 def join_layers(
-    executions: Sequence[ToolExecution], parents: Mapping[Key, str | None]
+    executions: Sequence[ToolExecution],
+    parents: Mapping[Key, str | None],
+    parents_of_any: Collection[Key],
 ) -> tuple[list[ToolExecution], dict[str, str]]:
     """The executions with each deeper layer joined into its outermost one, in the given order;
     and span id of each joined layer -> span id of the execution it joined. ``parents``: each
-    span's parent span id, by (trace id, span id)."""
+    span's parent span id, by (trace id, span id); ``parents_of_any``: the spans some span
+    names as its parent (an execution whose span is none has no layer under it)."""
     keys = [_key(e) for e in executions]
+    if not any(k in parents_of_any for k in keys if k) and len(set(keys)) == len(keys):
+        return list(executions), {}  # no tool span under another (the usual case)
     pairs = list(zip(executions, keys, strict=True))
     by_span = {k: e for e, k in pairs if k is not None}
     outer_of: dict[Key, Key] = {}

@@ -240,7 +240,7 @@ def _reconstruct(
     canon = _Canon()
     executions = [o for o in observations if isinstance(o, ToolExecution)]
     executions.sort(key=lambda e: (ranks.get(e.trace_id, 0), e.start_ns))
-    executions, _joined = join_layers(executions, index.parents)
+    executions, _joined = join_layers(executions, index.parents, index.parents_of_any)
     params = parameter_names(spans)
     cautions: list[str] = []
     executions = confirm(executions, evidence(exchanges, params, canon), cautions)

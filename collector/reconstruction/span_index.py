@@ -26,16 +26,19 @@ def is_invocation(span: SpanRecord) -> bool:
 
 
 class SpanIndex:
-    __slots__ = ("by_id", "invocations", "parents", "spans", "trace_start")
+    __slots__ = ("by_id", "invocations", "parents", "parents_of_any", "spans", "trace_start")
 
     def __init__(self, spans: Sequence[SpanRecord]) -> None:
         self.spans = spans
         self.by_id: dict[str, SpanRecord] = {}
         self.parents: dict[Key, str | None] = {}
+        self.parents_of_any: set[Key] = set()  # the spans some span names as its parent
         self.trace_start: dict[str, int] = {}
         for span in spans:
             self.by_id[span.span_id] = span
             self.parents[(span.trace_id, span.span_id)] = span.parent_span_id
+            if span.parent_span_id:
+                self.parents_of_any.add((span.trace_id, span.parent_span_id))
             start = self.trace_start.get(span.trace_id)
             if start is None or span.start_ns < start:
                 self.trace_start[span.trace_id] = span.start_ns

@@ -20,6 +20,7 @@ from toolscore.storage.plumbing.jsoncodec import json_loads
 __all__ = ["DecodedArgs", "decode_arguments", "decode_tool_input", "repair_truncated_json"]
 
 _TRACELOOP_WRAPPER_KEYS = frozenset({"args", "kwargs"})
+_INVALID_JSON = frozenset({"INVALID_JSON"})
 _LANGCHAIN_WRAPPER_KEYS = frozenset({"input_str", "inputs"})
 _MAX_NESTING = 4  # JSON inside JSON inside ... stop somewhere
 
@@ -55,6 +56,10 @@ def decode_tool_input(value: object) -> DecodedArgs:
 
 
 def _decode(value: object, *, raw: str | None, depth: int) -> DecodedArgs:
+    if type(value) is dict:  # the usual two first, without the Mapping ABC's check
+        return _from_mapping(value, raw=raw, depth=depth)
+    if type(value) is str:
+        return _from_string(value, raw=raw if raw is not None else value, depth=depth)
     if value is None:
         return DecodedArgs(None, raw, False)
     if isinstance(value, bytes | bytearray):
@@ -71,7 +76,7 @@ def _decode(value: object, *, raw: str | None, depth: int) -> DecodedArgs:
 
 def _from_mapping(value: Mapping[Any, Any], *, raw: str | None, depth: int) -> DecodedArgs:
     keys = set(value)
-    if keys == {"INVALID_JSON"}:  # Pydantic AI's args_as_json_str() for unparseable model output
+    if keys == _INVALID_JSON:  # Pydantic AI's args_as_json_str() for unparseable model output
         inner = value["INVALID_JSON"]
         text = inner if isinstance(inner, str) else _safe_str(inner)
         return _from_string(text, raw=text, depth=_MAX_NESTING)
@@ -137,6 +142,8 @@ def _from_string(text: str, *, raw: str, depth: int) -> DecodedArgs:
 
 def _with_raw(decoded: DecodedArgs, raw: str) -> DecodedArgs:
     """Keep the original text only where decoding was not clean."""
+    if decoded.ok and decoded.raw is None:
+        return decoded  # made for this decoding: nobody else holds it
     if decoded.ok:
         return DecodedArgs(decoded.arguments, None, True, decoded.positional, decoded.partial)
     return DecodedArgs(decoded.arguments, raw, False, decoded.positional, decoded.partial)

@@ -129,8 +129,7 @@ class Transcript:
         # next request's history) is the same call, not a new one
         self.idless: dict[tuple[str, str], list[Call]] = defaultdict(list)
 
-    def _add_call(self, call: Call) -> None:
-        sig = (call.name, self.canon(call.arguments))
+    def _add_call(self, call: Call, sig: tuple[str, str]) -> None:
         if call.call_id:
             self.by_id[call.call_id] = call
         else:
@@ -181,9 +180,9 @@ class Transcript:
         content = "" if (text_known and message.tool_calls) else message.content
         if content or not message.tool_calls:
             self.fp_count[fp] += 1
-        for call in new_calls:
-            self._add_call(call)
-        self.entries.append(Entry(message.role, key, content, new_calls))
+        for call, sig in new_calls:
+            self._add_call(call, sig)
+        self.entries.append(Entry(message.role, key, content, [c for c, _ in new_calls]))
 
     def _merge_result(
         self,
@@ -204,9 +203,10 @@ class Transcript:
 
     def _new_calls(
         self, message: Message, exchange: Exchange, seen_sig: dict[tuple[str, str], int]
-    ) -> list[Call]:
-        """The calls of ``message`` not known yet (by id; without ids, by occurrence count)."""
-        new_calls: list[Call] = []
+    ) -> list[tuple[Call, tuple[str, str]]]:
+        """The calls of ``message`` not known yet (by id; without ids, by occurrence count),
+        each with its signature (name, canonical arguments)."""
+        new_calls: list[tuple[Call, tuple[str, str]]] = []
         for ref in message.tool_calls:
             sig = (ref.name, self.canon(ref.arguments))
             seen_sig[sig] += 1
@@ -224,7 +224,7 @@ class Transcript:
             )
             if ref.note:
                 call.rule = f"model output ({ref.note})"
-            new_calls.append(call)
+            new_calls.append((call, sig))
         return new_calls
 
     def _known(self, fp: tuple[str, str], seen: dict[tuple[str, str], int]) -> bool:

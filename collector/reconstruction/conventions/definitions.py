@@ -13,15 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolscore.collector.reconstruction.conventions.base import as_list, maybe_json, unflatten
+from toolscore.collector.reconstruction.conventions.key_facts import TOOL_DEFINITION, key_facts
 from toolscore.storage.records import SpanRecord
-
-_DEFINITION_KEY_PREFIXES = (
-    "gen_ai.tool.definitions",
-    "ai.prompt.tools",
-    "llm.tools",
-    "llm.request.functions",
-    "tool.json_schema",
-)
 
 
 def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
@@ -29,13 +22,8 @@ def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
     names: dict[str, tuple[str, ...]] = {}
     for span in spans:
         attrs = span.attributes
-        # Most spans define no tools: one pass over the keys decides (the scoring hot path; a
-        # plain loop costs less than any() over a generator).
-        for key in attrs:
-            if key.startswith(_DEFINITION_KEY_PREFIXES):
-                break
-        else:
-            continue
+        if not key_facts(attrs) & TOOL_DEFINITION:
+            continue  # most spans define no tools
         candidates: list[Any] = []
         candidates += as_list(attrs.get("gen_ai.tool.definitions"))
         candidates += as_list(attrs.get("ai.prompt.tools"))

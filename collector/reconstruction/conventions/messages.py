@@ -142,11 +142,14 @@ class _Reading:
         self.results.append(Message("tool", text, tool_call_id=opt_str(call_id)))
 
     def part(self, part: object) -> None:
-        part = maybe_json(part)
-        if isinstance(part, str):
-            self.texts.append(part)
-        elif type(part) is dict or isinstance(part, Mapping):
-            self._block(part)
+        if type(part) is not dict:  # a part parsed with its message is one already
+            part = maybe_json(part)
+            if isinstance(part, str):
+                self.texts.append(part)
+                return
+            if not isinstance(part, Mapping):
+                return
+        self._block(part)
 
     def _block(self, part: Mapping[str, Any]) -> None:
         kind = part.get("type")
@@ -165,7 +168,8 @@ class _Reading:
         function = part.get("function")
         source = function if function is not None and isinstance(function, Mapping) else part
         arguments = _first(source, "arguments", "args", "input")
-        self.call(source.get("name"), arguments, _id(part))
+        name = source.get("name")
+        self.calls.append(ToolCallRef(str(name or ""), arguments, opt_str(_id(part))))
 
     def _provider_block(self, part: Mapping[str, Any]) -> None:
         for key in ("functionCall", "function_call", "toolUse"):

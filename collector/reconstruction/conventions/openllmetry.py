@@ -24,6 +24,11 @@ from toolscore.collector.reconstruction.conventions.base import (
     opt_str,
     unflatten,
 )
+from toolscore.collector.reconstruction.conventions.key_facts import (
+    FLAT_COMPLETION,
+    FLAT_PROMPT,
+    key_facts,
+)
 from toolscore.storage.records import LogRecordData, SpanRecord
 
 
@@ -60,7 +65,7 @@ def _is_tool_span(span: SpanRecord) -> bool:
 
 
 def _has_flattened(span: SpanRecord) -> bool:
-    return any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in span.attributes)
+    return bool(key_facts(span.attributes) & (FLAT_PROMPT | FLAT_COMPLETION))
 
 
 class OpenLLMetry:

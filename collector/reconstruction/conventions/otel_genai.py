@@ -25,6 +25,12 @@ from toolscore.collector.reconstruction.conventions.base import (
     opt_str,
     unflatten,
 )
+from toolscore.collector.reconstruction.conventions.key_facts import (
+    FLAT_COMPLETION,
+    FLAT_PROMPT,
+    TRACELOOP_KEY,
+    key_facts,
+)
 from toolscore.collector.reconstruction.conventions.messages import read_messages
 from toolscore.storage.records import Attributes, LogRecordData, SpanRecord
 
@@ -55,10 +61,7 @@ def label_for(span: SpanRecord, default: str) -> str:
     attrs = span.attributes
     if span.scope_name.startswith(OPENLLMETRY_SCOPE) or "llm.request.type" in attrs:
         return "openllmetry"
-    for key in attrs:  # a plain loop: cheaper than any() over a generator
-        if key.startswith("traceloop."):
-            return "openllmetry"
-    return default
+    return "openllmetry" if key_facts(attrs) & TRACELOOP_KEY else default
 
 
 def is_tool_span(span: SpanRecord) -> bool:
@@ -162,22 +165,21 @@ def as_history(exchange: Exchange, end_ns: int) -> Exchange:
 
 LEGACY_INPUT = "gen_ai.prompt"
 LEGACY_OUTPUT = "gen_ai.completion"
-_FLAT_PREFIXES = (LEGACY_INPUT + ".", LEGACY_OUTPUT + ".")
+_FLAT_SETS = {
+    (False, False): frozenset(),
+    (True, False): frozenset({LEGACY_INPUT}),
+    (False, True): frozenset({LEGACY_OUTPUT}),
+    (True, True): frozenset({LEGACY_INPUT, LEGACY_OUTPUT}),
+}
 # Operations of a model call: only their legacy ``gen_ai.prompt`` / ``gen_ai.completion`` are
 # messages (LangSmith writes a chain's or a tool's inputs and outputs there too).
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
 
 def _flattened(attrs: Attributes) -> frozenset[str]:
-    """Which legacy attributes the span carries flattened (``gen_ai.completion.{i}.*``): one
-    pass over the keys (model spans carry many)."""
-    found: set[str] = set()
-    for key in attrs:
-        if key.startswith(_FLAT_PREFIXES):
-            found.add(LEGACY_INPUT if key.startswith(LEGACY_INPUT) else LEGACY_OUTPUT)
-            if len(found) == 2:
-                break
-    return frozenset(found)
+    """Which legacy attributes the span carries flattened (``gen_ai.completion.{i}.*``)."""
+    facts = key_facts(attrs)
+    return _FLAT_SETS[(bool(facts & FLAT_PROMPT), bool(facts & FLAT_COMPLETION))]
 
 
 def _messages(
