@@ -131,10 +131,15 @@ def _request(conversations: range, now_ns: int) -> bytes:
         trace_id = n.to_bytes(16, "big")
         for span_id, parent, name, extra in (
             (b"\x00" * 7 + b"\x01", b"", "invoke_agent", {}),
-            (b"\x00" * 7 + b"\x02", b"\x00" * 7 + b"\x01", "execute_tool get_weather", {
-                "gen_ai.tool.name": "get_weather",
-                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
-            }),
+            (
+                b"\x00" * 7 + b"\x02",
+                b"\x00" * 7 + b"\x01",
+                "execute_tool get_weather",
+                {
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                },
+            ),
         ):
             s = scope.spans.add(
                 trace_id=trace_id,
