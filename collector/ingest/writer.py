@@ -280,7 +280,7 @@ class IngestWriter:
             stored = StoredBatch(spans, logs, store_telemetry(conn, rows))
             for hook in self._hooks:
                 hook.on_batch(conn, stored)
-        self._known.remember(rows.contents.keys, rows.contents.refs)  # committed
+        self._known.remember(rows.contents.keys)  # committed
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.batch_items.observe(len(spans) + len(logs))
 

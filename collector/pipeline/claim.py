@@ -46,7 +46,8 @@ class Timing:
     def behind_s(self, claimed: Sequence[Claimed], now_ns: int) -> float:
         """How long the longest-waiting of ``claimed`` had been ready when claimed (0: none)."""
         ready = (
-            c.last_span_received_ns + (self.idle_ns if c.early else self.settle_ns) for c in claimed
+            c.last_span_received_ns + (self.idle_ns if c.early else self.settle_ns)
+            for c in claimed
         )
         return max(0.0, (now_ns - min(ready, default=now_ns)) / NS)
 

@@ -216,7 +216,7 @@ def _compute_one(
     # why the calls may be wrong: spans that look like tool runs when none was rebuilt, the
     # reconstruction's cautions (collector/reconstruction/cautions.py), the match's own
     unrecognised = rec.unrecognised if not calls else None
-    midway = replays_unjoined(row.id, spans, logs) if found is not None else None
+    midway = replays_unjoined(row.id, spans, rec.opens_with_history) if found else None
     warnings = [w for w in (unrecognised, *rec.cautions, found and found.warning, midway) if w]
     warning = _text_or_none(_bounded("; ".join(warnings))) if warnings else None
     common: dict[str, Any] = {

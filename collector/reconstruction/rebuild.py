@@ -49,6 +49,7 @@ from toolscore.collector.reconstruction.conventions.definitions import parameter
 from toolscore.collector.reconstruction.conventions.unrecognised import unrecognised_warning
 from toolscore.collector.reconstruction.evidence import confirm, evidence, split_merged
 from toolscore.collector.reconstruction.layers import join_layers
+from toolscore.collector.reconstruction.replay import replays_history
 from toolscore.collector.reconstruction.sample import sample_messages
 from toolscore.collector.reconstruction.span_index import SpanIndex
 from toolscore.collector.reconstruction.tool_args import DecodedArgs
@@ -101,6 +102,9 @@ class Reconstruction:
     # span id -> the convention that read it; and the spans that gave something (show --spans)
     readers: Mapping[str, str] = field(default_factory=dict)
     used_spans: frozenset[str] = frozenset()
+    # The first model call's input already holds earlier turns (model output, then more): the
+    # conversation may be only the end of one (collector/reconstruction/replay.py).
+    opens_with_history: bool = False
 
 
 def _dedupe(exchanges: list[Exchange], index: SpanIndex, canon: _Canon) -> list[Exchange]:
@@ -243,7 +247,7 @@ def _reconstruct(
     executions, _joined = join_layers(executions, index.parents, index.parents_of_any)
     params = parameter_names(spans)
     cautions: list[str] = []
-    executions = confirm(executions, evidence(exchanges, params, canon), canon, cautions)
+    executions = confirm(executions, evidence(exchanges, params, canon), cautions)
     exchanges = split_merged(exchanges, executions, canon, cautions)
     inputs = given(index.invocations)
     exchanges = unwrap_user_messages(exchanges, inputs)
@@ -279,4 +283,5 @@ def _reconstruct(
         unrecognised=None if calls else unrecognised_warning(spans, readers),
         readers=readers,
         used_spans=used,
+        opens_with_history=bool(exchanges) and replays_history(exchanges[0].inputs),
     )

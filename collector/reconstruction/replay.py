@@ -10,7 +10,9 @@ model call can continue another conversation: its later calls replay the trace's
 identical runs of one scripted conversation (each a trace of several model calls) stay apart.
 A model call's messages count wherever the instrumentation put them: on its span, or only in log
 records of that span (Semantic Kernel's native diagnostics), which the pipeline gathers for the
-trace however they arrived. Pure: the pipeline stores and looks up the fingerprints.
+trace however they arrived. A conversation without a key whose first model call replays earlier
+turns it was not joined to is marked (:func:`replays_unjoined`): it may be only the end of one.
+Pure: the pipeline stores and looks up the fingerprints.
 """
 
 from __future__ import annotations
@@ -88,18 +90,27 @@ def replay_prints(spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = (
     return ReplayPrints(tuple(dict.fromkeys(tails)), tuple(dict.fromkeys(p for _, p in prefixes)))
 
 
+def replays_history(inputs: Sequence[Message]) -> bool:
+    """Whether a model call's input replays earlier turns: a model output followed by another
+    message (an agent span's own answer, recorded as its only input, is none)."""
+    seen_output = False
+    for message in inputs:
+        if message.role == "assistant" and (message.content.strip() or message.tool_calls):
+            seen_output = True
+        elif seen_output and message.role in ("user", "tool"):
+            return True
+    return False
+
+
 def replays_unjoined(
-    conversation_id: str, spans: Sequence[SpanRecord], logs: Sequence[LogRecordData] = ()
+    conversation_id: str, spans: Sequence[SpanRecord], opens_with_history: bool
 ) -> str | None:
     """Why a conversation with no key (keyed by its first trace) may be only the end of one: its
-    first model call's input already replays model output, which no conversation here was left
-    with when it arrived. None when it has a key or starts at its beginning. Never raises."""
-    first = [s for s in spans if s.trace_id == conversation_id]
-    if not first:
-        return None  # a key names it
-    replayed = replay_prints(first, [g for g in logs if g.trace_id == conversation_id]).prefixes
-    if not replayed:
-        return None
+    first model call's input replays earlier turns (``Reconstruction.opens_with_history``), which
+    no conversation here had ended with when it arrived. None when it has a key or starts at its
+    beginning."""
+    if not opens_with_history or not any(s.trace_id == conversation_id for s in spans):
+        return None  # a key names it, or it starts at its beginning
     return (
         "no key, and the first model call replays earlier turns that no conversation had ended "
         "with when it arrived: they may be scored as another conversation (they came later, or "

@@ -52,11 +52,6 @@ LEVEL = 3  # zstd level: pieces are compressed once, read many times
 # (KnownContents; content_store.SWEEP_MARGIN_DAYS keeps the sweep further back)
 TRUST_DAYS = 1
 
-# a writer remembers the references of at most TEXTS_KEPT texts of at most TEXT_KEPT_AT_MOST
-# characters (repeated values; a growing history never repeats whole): 16 MB at most
-TEXTS_KEPT = 4096
-TEXT_KEPT_AT_MOST = 4096
-
 GROUP_AT = 8
 GROUP_ENDS = frozenset("ABCDEFGH")
 
@@ -117,42 +112,24 @@ def day_of(ns: int) -> int:
 
 class KnownContents:
     """Pieces this writer stored in committed transactions, so that a later batch neither
-    compresses nor inserts them again, and the references of the (short enough) texts they
-    make up, so that it does not cut and hash those again either. Only pieces of today and the
-    TRUST_DAYS before are trusted: older days may be swept by retention meanwhile. Bounded:
-    the oldest half is forgotten when full."""
+    compresses nor inserts them again. Only pieces of today and the TRUST_DAYS before are
+    trusted: older days may be swept by retention meanwhile. Bounded: the oldest half is
+    forgotten when full."""
 
     def __init__(self, limit: int = 500_000) -> None:
         self._keys: dict[Key, None] = {}
         self._limit = limit
-        self._texts: dict[tuple[int, str], dict[str, str]] = {}  # (day, text) -> reference
         self._lock = threading.Lock()
 
     def trusted(self, key: Key, now_ns: int) -> bool:
         return key[0] >= day_of(now_ns) - TRUST_DAYS * DAY_NS and key in self._keys
 
-    def known_ref(self, day_ns: int, text: str, now_ns: int) -> dict[str, str] | None:
-        """The reference of a text whose pieces are all stored under a trusted day (a tool
-        schema or system prompt every span repeats: not cut and hashed again batch after
-        batch), else None."""
-        if day_ns < day_of(now_ns) - TRUST_DAYS * DAY_NS:
-            return None
-        return self._texts.get((day_ns, text))
-
-    def remember(
-        self, keys: Iterable[Key], refs: Iterable[tuple[tuple[int, str], dict[str, str]]] = ()
-    ) -> None:
-        """Pieces stored by a committed transaction, and references (with their day and text)
-        whose pieces all were."""
+    def remember(self, keys: Iterable[Key]) -> None:
         with self._lock:
             self._keys.update(dict.fromkeys(keys))
             if len(self._keys) > self._limit:
                 for key in list(self._keys)[: len(self._keys) // 2]:
                     del self._keys[key]
-            self._texts.update(refs)
-            if len(self._texts) > TEXTS_KEPT:
-                for text in list(self._texts)[: len(self._texts) // 2]:
-                    del self._texts[text]
 
 
 class ContentBatch:
@@ -180,11 +157,6 @@ class ContentBatch:
         found = self._refs.get((day_ns, text))
         if found is not None:
             return found
-        if self._known is not None and len(text) <= TEXT_KEPT_AT_MOST:
-            found = self._known.known_ref(day_ns, text, self._now)
-            if found is not None:
-                self._refs[(day_ns, text)] = found
-                return found
         parts = pieces(text) if cut else [text]
         hashes = [self._piece(piece.encode("utf-8"), day_ns) for piece in parts]
         levels = 1
@@ -216,10 +188,6 @@ class ContentBatch:
         """Every piece the batch references (to remember once committed)."""
         return list(self._keys)
 
-    def refs(self) -> list[tuple[tuple[int, str], dict[str, str]]]:
-        """The references of texts short enough to remember (once committed)."""
-        return [(k, ref) for k, ref in self._refs.items() if len(k[1]) <= TEXT_KEPT_AT_MOST]
-
 
 @dataclass(frozen=True, slots=True)
 class StoredContents:
@@ -227,7 +195,6 @@ class StoredContents:
 
     rows: tuple[tuple[int, str, bytes], ...] = ()  # ContentBatch.rows
     keys: tuple[Key, ...] = ()  # ContentBatch.keys
-    refs: tuple[tuple[tuple[int, str], dict[str, str]], ...] = ()  # ContentBatch.refs
 
 
 def references(json_texts: Iterable[str]) -> set[Reference]:

@@ -283,5 +283,5 @@ def prepare_telemetry(
     span_rows = tuple([span_values(s, received_at_ns, cache, compress, contents) for s in spans])
     rows = (log_row(x, received_at_ns, compress) for x in logs)
     log_rows = {r["record_hash"]: r for r in rows}
-    stored = StoredContents(tuple(contents.rows()), tuple(contents.keys()), tuple(contents.refs()))
+    stored = StoredContents(tuple(contents.rows()), tuple(contents.keys()))
     return TelemetryBatch(span_rows, tuple(log_rows.values()), stored)

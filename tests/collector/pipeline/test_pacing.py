@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
 from tests.collector.pipeline.spans import span, tid
-from tests.collector.pipeline.test_claim import T0, TIMING, ingest
+from tests.collector.pipeline.test_claim import TIMING, T0, ingest
 from toolscore.collector.pipeline.claim import NS, Timing, claim_ready
 from toolscore.collector.pipeline.pacing import ScoringLagGate
 from toolscore.storage.conversations.leases import Claimed
@@ -131,15 +131,10 @@ def _request(conversations: range, now_ns: int) -> bytes:
         trace_id = n.to_bytes(16, "big")
         for span_id, parent, name, extra in (
             (b"\x00" * 7 + b"\x01", b"", "invoke_agent", {}),
-            (
-                b"\x00" * 7 + b"\x02",
-                b"\x00" * 7 + b"\x01",
-                "execute_tool get_weather",
-                {
-                    "gen_ai.tool.name": "get_weather",
-                    "gen_ai.tool.call.arguments": '{"city": "Paris"}',
-                },
-            ),
+            (b"\x00" * 7 + b"\x02", b"\x00" * 7 + b"\x01", "execute_tool get_weather", {
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+            }),
         ):
             s = scope.spans.add(
                 trace_id=trace_id,

@@ -10,7 +10,6 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any
-from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,19 +29,13 @@ from toolscore.storage.telemetry.contents import (
     DAY_NS,
     PIECE_MIN,
     REF_AT,
-    TEXT_KEPT_AT_MOST,
     TRUST_DAYS,
     ContentBatch,
     KnownContents,
     pieces,
 )
 from toolscore.storage.telemetry.partitions import create_ahead, partition_name, partitions
-from toolscore.storage.telemetry.row_encode import (
-    TelemetryBatch,
-    log_row,
-    prepare_telemetry,
-    span_values,
-)
+from toolscore.storage.telemetry.row_encode import TelemetryBatch, log_row, span_values
 from toolscore.storage.telemetry.spans import load_spans, spans_table, store_spans, store_telemetry
 
 NOW = 1_765_000_000 * 1_000_000_000  # a day start is NOW - NOW % DAY_NS
@@ -222,38 +215,6 @@ def test_a_writer_trusts_its_memory_of_recent_days_only() -> None:
     again = ContentBatch(NOW, known)
     again.ref("x" * 600, today), again.ref("y" * 600, old_day)
     assert [day for day, _, _ in again.rows()] == [old_day]  # the old day may have been swept
-
-
-def test_a_writer_does_not_cut_a_remembered_text_again_and_it_reads_back(engine: Engine) -> None:
-    known, schema = KnownContents(), json.dumps({"type": "object", "title": "t" * 300})
-    spans = _model_spans(2, NOW)
-    first, second = ([dataclasses.replace(s, attributes={"schema": schema}, events=())] for s in
-                     spans)  # fmt: skip
-    batch = prepare_telemetry(first, (), NOW, known=known)
-    with engine.begin() as conn:
-        store_telemetry(conn, batch)
-    known.remember(batch.contents.keys, batch.contents.refs)
-    with patch.object(ContentBatch, "_piece", side_effect=AssertionError("cut again")):
-        again = prepare_telemetry(second, (), NOW, known=known)
-    assert not again.contents.rows
-    with engine.begin() as conn:
-        store_telemetry(conn, again)
-    with engine.connect() as conn:
-        assert load_spans(conn, [TRACE]) == first + second
-
-
-def test_a_remembered_text_of_an_old_day_or_a_long_one_is_cut_again() -> None:
-    known, today = KnownContents(), NOW - NOW % DAY_NS
-    old_day = today - (TRUST_DAYS + 1) * DAY_NS
-    texts = [("s" * 600, today), ("o" * 600, old_day), ("l" * (TEXT_KEPT_AT_MOST + 1), today)]
-    first = ContentBatch(NOW, known)
-    for value, day in texts:
-        first.ref(value, day)
-    known.remember(first.keys(), first.refs())
-    assert len(first.refs()) == 2  # the long one is not remembered
-    assert known.known_ref(today, texts[0][0], NOW) == first.ref(*texts[0])
-    assert known.known_ref(old_day, texts[1][0], NOW) is None
-    assert known.known_ref(today, texts[2][0], NOW) is None
 
 
 # --- retention -------------------------------------------------------------------------------
