@@ -186,3 +186,33 @@ def test_identical_runs_of_one_scripted_conversation_stay_apart(engine: Engine) 
     for i, trace in enumerate(("a" * 32, "b" * 32, "c" * 32)):
         _ingest(engine, run(trace, (i + 1) * 100), (i + 1) * S, 3600)
     assert _conversations(engine) == ["a" * 32, "b" * 32, "c" * 32]
+
+
+def test_a_trace_whose_root_comes_after_its_model_calls_joins_when_the_root_comes(
+    engine: Engine,
+) -> None:
+    """An agent run exported in two requests (its model calls, then its root span, which ends
+    last): the trace is read whole when the root comes, so its first model call, stored
+    earlier, is the one compared."""
+    question = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}
+    follow = {"role": "user", "parts": [{"type": "text", "content": "And tomorrow?"}]}
+
+    def chat(trace: str, start: int, inputs: list[object], out: object) -> SpanRecord:
+        return SpanRecord(trace_id=trace, span_id=f"{start + 1:016x}",
+                          parent_span_id=f"{start:016x}", name="chat", kind=1,
+                          start_ns=start + 1, end_ns=start + 2,
+                          attributes={"gen_ai.operation.name": "chat",
+                                      "gen_ai.input.messages": json.dumps(inputs),
+                                      "gen_ai.output.messages": json.dumps([out])})  # fmt: skip
+
+    def root(trace: str, start: int) -> SpanRecord:
+        return SpanRecord(trace_id=trace, span_id=f"{start:016x}", parent_span_id=None,
+                          name="agent run", kind=1, start_ns=start, end_ns=start + 9)  # fmt: skip
+
+    first, second = "a" * 32, "b" * 32
+    _ingest(engine, [chat(first, 100, [question], answer), root(first, 100)], S, 3600)
+    dry = {"role": "assistant", "parts": [{"type": "text", "content": "Dry."}]}
+    _ingest(engine, [chat(second, 200, [question, answer, follow], dry)], 2 * S, 3600)
+    _ingest(engine, [root(second, 200)], 3 * S, 3600)
+    assert _conversations(engine) == [first]
