@@ -30,7 +30,11 @@ WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
         ("storage.conversations.reading", "heads_and_traces"),
         ("storage.retention.spans", "carried"),
     ),
-    "load": (("storage.telemetry.spans", "load_spans"), ("storage.telemetry.spans", "load_logs")),
+    "load": (
+        ("storage.telemetry.spans", "load_spans"),
+        ("storage.telemetry.spans", "load_logs"),
+        ("storage.telemetry.content_store", "fetch_contents"),  # called while spans decode
+    ),
     "decode": (
         ("storage.plumbing.jsoncodec", "json_loads"),
         ("storage.telemetry.spans", "_span_from_values"),
@@ -44,7 +48,10 @@ WRAPPED: dict[str, tuple[tuple[str, str], ...]] = {
         ("collector.pipeline.score", "_storable_evaluations"),
         ("collector.pipeline.not_evaluated", "mark_not_evaluated"),
     ),
-    "write": (("storage.history.evaluations", "write_revisions"),),
+    "write": (  # the rows made (before the transaction) and the statements
+        ("storage.history.evaluations", "prepare_revisions"),
+        ("storage.history.evaluations", "write_revisions"),
+    ),
 }
 
 

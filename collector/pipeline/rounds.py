@@ -33,6 +33,7 @@ from toolscore.collector.reconstruction.control_calls import ControlCalls
 from toolscore.scorer import ScoringConfig
 from toolscore.storage.conversations.leases import end_leases_but, renew_leases, span_counts
 from toolscore.storage.database import Database
+from toolscore.storage.history.evaluations import prepare_revisions
 from toolscore.storage.plumbing.dialect import write_transaction
 
 #: Rows of a big conversation's spans read from the database (and decoded) at a time.
@@ -220,13 +221,18 @@ class RoundRunner:
                 counts=counts,
             )
             conn.rollback()
+            dialect = conn.dialect
         left = set(unloaded)
         rest = [c for c in claimed if c.conversation_id in left]
         claimed = [c for c in claimed if c.conversation_id not in left]
         now = dt.datetime.fromtimestamp(self._clock_ns() / NS, tz=dt.UTC)
         seen = {c.conversation_id: c.last_span_received_ns for c in claimed}
+        # the rows are made before the write transaction: it holds the lock for its statements
+        rows = prepare_revisions(dialect, computed, now=now, seen_ns=seen)
         with write_transaction(self.engine) as conn:
-            outcomes = write(conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen)
+            outcomes = write(
+                conn, computed, now=now, claimed_by=self.worker_id, seen_ns=seen, rows=rows
+            )
         done_ns = self._clock_ns()
         return RoundResult(
             len(claimed),

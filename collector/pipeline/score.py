@@ -29,7 +29,7 @@ from toolscore.storage.conversations.reading import ScoringHead
 from toolscore.storage.conversations.tables import STATUS_ERROR, STATUS_SCORED, STATUS_UNMATCHED
 from toolscore.storage.database import Connection, Engine
 from toolscore.storage.expectations.templates import TemplateError, fill
-from toolscore.storage.history.evaluations import write_revisions
+from toolscore.storage.history.evaluations import PreparedRevision, write_revisions
 from toolscore.storage.history.rows import CallRow, EvaluationRow, Revision
 from toolscore.storage.plumbing.storable import TOO_DEEP, escaped_json, storable_json, storable_text
 from toolscore.storage.records import LogRecordData, SpanRecord
@@ -350,14 +350,13 @@ def write(
     now: dt.datetime,
     claimed_by: str | None = None,
     seen_ns: Mapping[str, int] | None = None,
+    rows: Sequence[PreparedRevision] | None = None,
 ) -> list[ScoreOutcome]:
-    """Record a new revision for each computed conversation, in the caller's transaction.
-
-    With ``claimed_by``, only conversations still claimed by that worker are written (a claim
-    whose lease expired was taken over: the other worker's result wins) and the claim is
-    released; ``needs_scoring`` stays true when a span arrived after ``seen_ns`` was read.
-    """
-    written = write_revisions(conn, computed, now=now, claimed_by=claimed_by, seen_ns=seen_ns)
+    """Record a new revision for each computed conversation, in the caller's transaction: see
+    ``storage.history.evaluations.write_revisions`` (``claimed_by``, ``seen_ns``, ``rows``)."""
+    written = write_revisions(
+        conn, computed, now=now, claimed_by=claimed_by, seen_ns=seen_ns, rows=rows
+    )
     return [
         ScoreOutcome(
             conversation_id=x.conversation_id,

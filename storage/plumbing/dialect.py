@@ -13,7 +13,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache
 from typing import Any, Protocol
 
 from sqlalchemy import Column, Connection, Select, Table, Text, any_, bindparam, cast, func, select
@@ -22,7 +21,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolscore.storage.plumbing.row_lists import in_json_list
+from toolscore.storage.plumbing.row_lists import bind_processors, in_json_list
 from toolscore.storage.plumbing.turns import write_turn
 
 
@@ -146,7 +145,7 @@ def execute_prepared(
         names = tuple(compiled.positiontup or ()) if compiled.positional else None
         if set(names if names is not None else compiled.binds) != set(columns):
             raise ValueError(f"{key}: the statement binds other values than the rows' keys")
-        binders = {c: p for c, p in _bind_processors(dialect, table, columns) if p is not None}
+        binders = {c: p for c, p in bind_processors(dialect, table, columns) if p is not None}
         prepared = (str(compiled), names, binders)
         _PREPARED[(key, dialect.name, columns)] = prepared
     sql, names, binders = prepared
@@ -185,44 +184,6 @@ def in_list(conn: Connection, count: int) -> str:
     """``(p, p, ...)``: ``count`` driver placeholders for a ``WHERE x IN`` in driver SQL."""
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     return "(" + ", ".join([mark] * count) + ")"
-
-
-def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
-
-    Values are bound by the columns' own SQLAlchemy types, so they are stored exactly as
-    ``conn.execute(table.insert(), rows)`` stores them, without its per-row work: PostgreSQL one
-    ``COPY`` (an order of magnitude less server work than ``executemany``, which runs one
-    ``INSERT`` per row); SQLite the driver's ``executemany`` (one prepared statement).
-    """
-    if not rows:
-        return
-    name = conn.dialect.name
-    if name not in ("postgresql", "sqlite"):
-        conn.execute(table.insert(), list(rows))
-        return
-    columns = tuple(rows[0])
-    bound = _bind_processors(conn.dialect, table, columns)
-    values = [[row[c] if p is None else p(row[c]) for c, p in bound] for row in rows]
-    if name == "sqlite":
-        marks = ", ".join("?" * len(columns))
-        sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
-        conn.exec_driver_sql(sql, [tuple(v) for v in values])
-        return
-    dbapi = conn.connection.driver_connection
-    assert dbapi is not None
-    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
-    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        for value in values:
-            copy.write_row(value)
-
-
-@cache
-def _bind_processors(
-    dialect: Dialect, table: Table, columns: tuple[str, ...]
-) -> list[tuple[str, Any]]:
-    """(column, its type's bind processor or None) for ``columns`` of ``table``."""
-    return [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in columns]
 
 
 def _copy_ignore_duplicates(

@@ -9,6 +9,7 @@ rows in one statement (:func:`update_each`), inserting many where most are store
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, Select, Table, bindparam, func, literal_column, select, true
@@ -37,6 +38,64 @@ def in_json_list(column: ColumnElement[Any], name: str = "ids") -> ColumnElement
     at each execution (a round's statements bind every id of its part), this one text."""
     listed = func.json_each(bindparam(name, type_=_JsonList())).table_valued("value")
     return column.in_(select(listed.c.value))
+
+
+def bulk_insert(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Plain ``INSERT`` of many rows that share their keys (no conflicts expected).
+
+    Values are bound by the columns' own SQLAlchemy types, so they are stored exactly as
+    ``conn.execute(table.insert(), rows)`` stores them, without its per-row work: PostgreSQL one
+    ``COPY`` (an order of magnitude less server work than ``executemany``, which runs one
+    ``INSERT`` per row); SQLite the driver's ``executemany`` (one prepared statement).
+    """
+    if not rows:
+        return
+    if conn.dialect.name not in ("postgresql", "sqlite"):
+        conn.execute(table.insert(), list(rows))
+        return
+    columns = tuple(rows[0])
+    bind = row_binder(conn.dialect, table, columns)
+    insert_bound(conn, table, columns, [bind([row[c] for c in columns]) for row in rows])
+
+
+def row_binder(
+    dialect: Dialect, table: Table, columns: tuple[str, ...]
+) -> Callable[[Sequence[Any]], list[Any]]:
+    """Binds a row of ``table`` (values in ``columns`` order) as :func:`bulk_insert` does, so
+    that rows can be made before the transaction that inserts them (:func:`insert_bound`)."""
+    processors = [p for _, p in bind_processors(dialect, table, columns)]
+
+    def bind(values: Sequence[Any]) -> list[Any]:
+        return [v if p is None else p(v) for v, p in zip(values, processors, strict=True)]
+
+    return bind
+
+
+def insert_bound(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Insert rows bound by :func:`row_binder` (PostgreSQL ``COPY``, SQLite ``executemany``)."""
+    if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        marks = ", ".join("?" * len(columns))
+        sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        conn.exec_driver_sql(sql, [tuple(v) for v in rows])
+        return
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
+    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+        for value in rows:
+            copy.write_row(value)
+
+
+@cache
+def bind_processors(
+    dialect: Dialect, table: Table, columns: tuple[str, ...]
+) -> list[tuple[str, Any]]:
+    """(column, its type's bind processor or None) for ``columns`` of ``table``."""
+    return [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in columns]
 
 
 def each_id(

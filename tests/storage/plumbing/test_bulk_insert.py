@@ -9,8 +9,9 @@ from sqlalchemy import select
 
 from toolscore.storage.conversations.tables import evaluations, tool_calls
 from toolscore.storage.migrate import upgrade
-from toolscore.storage.plumbing.dialect import bulk_insert, execute_prepared
+from toolscore.storage.plumbing.dialect import execute_prepared
 from toolscore.storage.plumbing.engine import create_engine
+from toolscore.storage.plumbing.row_lists import bulk_insert
 
 NOW = dt.datetime(2026, 11, 30, 8, 0, 0, 123456, tzinfo=dt.UTC)
 
