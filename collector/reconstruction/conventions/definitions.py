@@ -20,13 +20,17 @@ from toolscore.storage.records import SpanRecord
 def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
     """Map tool name → parameter names in schema order, from every definition in ``spans``."""
     names: dict[str, tuple[str, ...]] = {}
+    # Each model call sends the tools again: a definition text seen before gives nothing new
+    # (the first definition of a name wins), so it is not parsed again.
+    seen: set[str] = set()  # definitions' texts
+    listed: set[str] = set()  # texts of lists of definitions
     for span in spans:
         attrs = span.attributes
         if not key_facts(attrs) & TOOL_DEFINITION:
             continue  # most spans define no tools
         candidates: list[Any] = []
-        candidates += as_list(attrs.get("gen_ai.tool.definitions"))
-        candidates += as_list(attrs.get("ai.prompt.tools"))
+        candidates += _listed(attrs.get("gen_ai.tool.definitions"), listed)
+        candidates += _listed(attrs.get("ai.prompt.tools"), listed)
         for tool in as_list(unflatten(attrs, "llm.tools")):
             if isinstance(tool, Mapping):
                 inner = tool.get("tool", tool)
@@ -37,6 +41,10 @@ def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
             schema = {"name": attrs["tool.name"], "parameters": attrs["tool.json_schema"]}
             candidates.append(schema)
         for candidate in candidates:
+            if type(candidate) is str:
+                if candidate in seen:
+                    continue
+                seen.add(candidate)
             try:
                 found = _from_definition(maybe_json(candidate))
             except Exception:  # a malformed definition only costs the name recovery
@@ -44,6 +52,15 @@ def parameter_names(spans: Sequence[SpanRecord]) -> dict[str, tuple[str, ...]]:
             if found and found[0] not in names:
                 names[found[0]] = found[1]
     return names
+
+
+def _listed(value: object, seen: set[str]) -> list[Any]:
+    """``as_list(value)``, or nothing for a text already listed."""
+    if type(value) is str:
+        if value in seen:
+            return []
+        seen.add(value)
+    return as_list(value)
 
 
 def _from_definition(definition: object) -> tuple[str, tuple[str, ...]] | None:
