@@ -32,19 +32,18 @@ class Given:
     users: tuple[str, ...]
 
 
-_INPUT_KEYS = ("input.value", "gen_ai.input.messages")
+_INPUT_KEYS = frozenset({"input.value", "gen_ai.input.messages"})
 
 
 def given(invocations: Sequence[SpanRecord]) -> list[Given]:
     """The input of each invocation span (:func:`~toolscore.collector.reconstruction.span_index.
-    is_invocation`), read once for both rules here."""
-    return [_given(span) for span in invocations]
+    is_invocation`), read once for both rules here; an invocation recording no input gives
+    them nothing and is left out."""
+    return [_given(s) for s in invocations if not _INPUT_KEYS.isdisjoint(s.attributes)]
 
 
 def _given(span: SpanRecord) -> Given:
     attrs = span.attributes
-    if _INPUT_KEYS[0] not in attrs and _INPUT_KEYS[1] not in attrs:
-        return Given(span.start_ns, None, ())
     value = maybe_json(attrs.get("input.value"))
     if isinstance(value, Mapping) and isinstance(value.get("input"), str):
         return Given(span.start_ns, str(value["input"]), (str(value["input"]),))

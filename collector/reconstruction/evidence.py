@@ -30,13 +30,13 @@ from toolscore.collector.reconstruction.conventions.base import maybe_json
 from toolscore.collector.reconstruction.transcript import Canon
 
 # wrapper keys -> the key holding the arguments (the others carry the call's plumbing)
-_WRAPPERS: tuple[tuple[frozenset[str], str], ...] = (
-    (frozenset({"kwargs"}), "kwargs"),
-    (frozenset({"args", "kwargs"}), "kwargs"),
-    (frozenset({"input", "options"}), "input"),
-    (frozenset({"input", "config"}), "input"),
-    (frozenset({"input"}), "input"),
-)
+_WRAPPERS: Mapping[frozenset[str], str] = {
+    frozenset({"kwargs"}): "kwargs",
+    frozenset({"args", "kwargs"}): "kwargs",
+    frozenset({"input", "options"}): "input",
+    frozenset({"input", "config"}): "input",
+    frozenset({"input"}): "input",
+}
 _METHOD_SUFFIX = re.compile(
     r"^(?P<stem>.+?)\.(?:__call__|_?a?run|task|tool|invoke|ainvoke|call|execute|forward)$"
 )
@@ -140,22 +140,24 @@ def _objects(text: str) -> list[Any]:
     return found
 
 
-def _unwrapped(value: Any) -> tuple[dict[str, Any], str] | None:
+def _unwrapped(arguments: Any, canon: Canon) -> tuple[dict[str, Any], str] | None:
     """The arguments inside a wrapper, and the wrapper's description; None if not one."""
-    value = maybe_json(value)
+    value = canon.parsed(arguments)
     if not isinstance(value, dict):
         return None
     keys = frozenset(value)
-    for shape, inner_key in _WRAPPERS:
-        if keys != shape:
-            continue  # checked first: decoding the inner value is what costs
-        inner = maybe_json(value.get(inner_key))
-        if isinstance(inner, dict):
-            args = value.get("args")
-            if "args" in keys and args not in (None, [], ()):
-                return None  # positional values: decoded by name elsewhere
-            return inner, "{" + ", ".join(sorted(keys)) + "}"
-    return None
+    inner_key = _WRAPPERS.get(keys)
+    if inner_key is None:
+        return None
+    inner = maybe_json(value.get(inner_key))
+    if not isinstance(inner, dict):
+        return None
+    args = value.get("args")
+    if "args" in keys and args not in (None, [], ()):
+        return None  # positional values: decoded by name elsewhere
+    # the execution's own arguments from here on: not the parse the rules share
+    inner = maybe_json(maybe_json(arguments).get(inner_key))
+    return inner, "{" + ", ".join(sorted(keys)) + "}"
 
 
 def _name_of(execution: ToolExecution, ev: Evidence, cautions: list[str]) -> str:
@@ -173,7 +175,7 @@ def _name_of(execution: ToolExecution, ev: Evidence, cautions: list[str]) -> str
 
 
 def confirm(
-    executions: Sequence[ToolExecution], ev: Evidence, cautions: list[str]
+    executions: Sequence[ToolExecution], ev: Evidence, canon: Canon, cautions: list[str]
 ) -> list[ToolExecution]:
     """The executions with names taken from span names and wrappers removed where the evidence
     confirms them; what looks so but is not confirmed stays, with a caution."""
@@ -181,10 +183,10 @@ def confirm(
     for execution in executions:
         name = _name_of(execution, ev, cautions)
         arguments = execution.arguments
-        found = _unwrapped(arguments)
+        found = _unwrapped(arguments, canon)
         if found is not None:
             inner, shape = found
-            outer = frozenset(maybe_json(arguments))
+            outer = frozenset(canon.parsed(arguments))
             if ev.confirms(name, frozenset(inner)) and not ev.confirms(name, outer):
                 arguments = inner
             elif not ev.confirms(name, outer):
@@ -193,12 +195,12 @@ def confirm(
                     "but no tool definition or model call confirms the tool's parameters: "
                     "kept as recorded"
                 )
-        notes = list(execution.notes)
-        if name != execution.name:
-            notes.append(f"name {name!r} from span name {execution.name!r} (a known tool)")
-        if arguments is not execution.arguments:
-            notes.append("arguments unwrapped (the tool's parameters confirm them)")
-        if notes != list(execution.notes):
+        if name != execution.name or arguments is not execution.arguments:
+            notes = list(execution.notes)
+            if name != execution.name:
+                notes.append(f"name {name!r} from span name {execution.name!r} (a known tool)")
+            if arguments is not execution.arguments:
+                notes.append("arguments unwrapped (the tool's parameters confirm them)")
             execution = dataclasses.replace(
                 execution, name=name, arguments=arguments, notes=tuple(notes)
             )

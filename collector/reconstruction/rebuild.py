@@ -247,7 +247,7 @@ def _reconstruct(
     executions, _joined = join_layers(executions, index.parents, index.parents_of_any)
     params = parameter_names(spans)
     cautions: list[str] = []
-    executions = confirm(executions, evidence(exchanges, params, canon), cautions)
+    executions = confirm(executions, evidence(exchanges, params, canon), canon, cautions)
     exchanges = split_merged(exchanges, executions, canon, cautions)
     inputs = given(index.invocations)
     exchanges = unwrap_user_messages(exchanges, inputs)

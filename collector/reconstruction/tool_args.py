@@ -17,7 +17,13 @@ from typing import Any
 
 from toolscore.storage.plumbing.jsoncodec import json_loads
 
-__all__ = ["DecodedArgs", "decode_arguments", "decode_tool_input", "repair_truncated_json"]
+__all__ = [
+    "DecodedArgs",
+    "decode_arguments",
+    "decode_parsed",
+    "decode_tool_input",
+    "repair_truncated_json",
+]
 
 _TRACELOOP_WRAPPER_KEYS = frozenset({"args", "kwargs"})
 _INVALID_JSON = frozenset({"INVALID_JSON"})
@@ -53,6 +59,15 @@ def decode_tool_input(value: object) -> DecodedArgs:
         return _decode(value, raw=None, depth=0)
     except Exception as exc:  # defensive: odd objects must not break reconstruction
         return DecodedArgs(None, _safe_str(value) or f"<undecodable: {exc!r}>", False)
+
+
+def decode_parsed(text: str, parsed: Any) -> DecodedArgs:
+    """``decode_tool_input(text)`` for a JSON text already read: ``parsed`` is the value of
+    ``text.strip()`` (which starts with ``[``, ``{`` or ``"``). Never raises."""
+    try:
+        return _from_parsed(parsed, raw=text, depth=0)
+    except Exception as exc:  # as decode_tool_input
+        return DecodedArgs(None, _safe_str(text) or f"<undecodable: {exc!r}>", False)
 
 
 def _decode(value: object, *, raw: str | None, depth: int) -> DecodedArgs:
@@ -113,13 +128,7 @@ def _from_string(text: str, *, raw: str, depth: int) -> DecodedArgs:
     except (ValueError, RecursionError):
         parsed = _NOT_PARSED
     if parsed is not _NOT_PARSED:
-        if isinstance(parsed, str) and depth < _MAX_NESTING:
-            inner = _decode(parsed, raw=raw, depth=depth + 1)
-            if inner.arguments is not None or inner.positional != (parsed,):
-                return _with_raw(inner, raw)
-            return DecodedArgs(None, raw, False, (parsed,))
-        decoded = _decode(parsed, raw=raw, depth=depth + 1)
-        return _with_raw(decoded, raw)
+        return _from_parsed(parsed, raw=raw, depth=depth)
     # Python repr, e.g. old LangChain ``str(dict)``
     if stripped[:1] in "{[(":
         try:
@@ -138,6 +147,17 @@ def _from_string(text: str, *, raw: str, depth: int) -> DecodedArgs:
         return DecodedArgs(None, raw, False)
     # a bare value whose parameter name was lost (OpenInference LangChain single-arg tools)
     return DecodedArgs(None, raw, False, (text,))
+
+
+def _from_parsed(parsed: Any, *, raw: str, depth: int) -> DecodedArgs:
+    """A JSON text's value, read from the text ``raw``."""
+    if isinstance(parsed, str) and depth < _MAX_NESTING:
+        inner = _decode(parsed, raw=raw, depth=depth + 1)
+        if inner.arguments is not None or inner.positional != (parsed,):
+            return _with_raw(inner, raw)
+        return DecodedArgs(None, raw, False, (parsed,))
+    decoded = _decode(parsed, raw=raw, depth=depth + 1)
+    return _with_raw(decoded, raw)
 
 
 def _with_raw(decoded: DecodedArgs, raw: str) -> DecodedArgs:

@@ -19,7 +19,11 @@ from toolscore.collector.reconstruction.control_calls import (
 )
 from toolscore.collector.reconstruction.conventions import Exchange, Message, ToolExecution
 from toolscore.collector.reconstruction.conventions.base import maybe_json
-from toolscore.collector.reconstruction.tool_args import DecodedArgs, decode_tool_input
+from toolscore.collector.reconstruction.tool_args import (
+    DecodedArgs,
+    decode_parsed,
+    decode_tool_input,
+)
 
 
 @dataclass(slots=True)
@@ -60,6 +64,7 @@ def _canon_text(decoded: DecodedArgs, value: Any) -> str:
 
 
 _CANON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+_UNREAD: Any = object()
 _NOT_COMPARABLE = "<not comparable: "
 
 
@@ -76,11 +81,24 @@ class Canon:
     other object by identity. :meth:`peek` reads that decoding; :meth:`decode` hands it out once
     (then the caller owns its argument dict) and decodes anew for later callers."""
 
-    __slots__ = ("_decoded", "_memo")
+    __slots__ = ("_decoded", "_memo", "_parsed")
 
     def __init__(self) -> None:
         self._memo: dict[object, tuple[Any, str]] = {}
         self._decoded: dict[object, tuple[Any, DecodedArgs]] = {}
+        self._parsed: dict[str, Any] = {}  # text -> its JSON value, only when it is JSON
+
+    def parsed(self, value: Any) -> Any:
+        """``maybe_json(value)``, to read only: a text is parsed once (tool spans repeat the
+        same argument text, and several rules read it)."""
+        if type(value) is not str:
+            return maybe_json(value)
+        found = self._parsed.get(value, _UNREAD)
+        if found is _UNREAD:
+            found = maybe_json(value)
+            if found is not value:  # JSON: decoding the text later starts from it
+                self._parsed[value] = found
+        return found
 
     def __call__(self, value: Any) -> str:
         is_text = type(value) is str
@@ -102,7 +120,8 @@ class Canon:
         hit = self._decoded.get(key)
         if hit is not None and (is_text or hit[0] is value):
             return hit[1]
-        decoded = decode_tool_input(value)
+        parsed = self._parsed.get(value, _UNREAD) if is_text else _UNREAD
+        decoded = decode_tool_input(value) if parsed is _UNREAD else decode_parsed(value, parsed)
         self._decoded[key] = (value, decoded)
         return decoded
 
