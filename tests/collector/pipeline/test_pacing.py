@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
 from tests.collector.pipeline.spans import span, tid
-from tests.collector.pipeline.test_claim import TIMING, T0, ingest
+from tests.collector.pipeline.test_claim import T0, TIMING, ingest
 from toolscore.collector.pipeline.claim import NS, Timing, claim_ready
 from toolscore.collector.pipeline.pacing import ScoringLagGate
 from toolscore.storage.conversations.leases import Claimed
